@@ -1,0 +1,179 @@
+"""Named Delta tables that survive the session.
+
+The registry (:mod:`headwater.catalog.registry`) is the record. Each session mirrors it into
+Spark's own session catalog so that SQL (``SELECT ... FROM db.t``) resolves names: every
+table gets a data-source class of its own with the table's path built in (Spark hands a
+catalog table's source no options), registered under a deterministic name
+``hwt_<sha1(path)[:12]>``. ``spark.table``, ``read.table``, ``readStream.table``,
+``saveAsTable`` and ``toTable`` resolve through the registry directly (see
+:mod:`headwater.api_hooks`), so they see tables created by other processes at once and read
+through the native Parquet path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
+
+from headwater import storage
+from headwater.catalog.names import TableName, parse
+from headwater.catalog.registry import Registry, TableEntry
+from headwater.delta.log import DeltaLog
+from headwater.delta.source import DeltaDataSource
+from headwater.errors import HeadwaterError, TableAlreadyExistsError, TableNotFoundError
+
+log = logging.getLogger(__name__)
+
+
+def source_name(path: str) -> str:
+    # sha1, not hash(): the name must be the same in every Python process.
+    return "hwt_" + hashlib.sha1(storage.normalize(path).encode()).hexdigest()[:12]
+
+
+def table_source(path: str) -> type[DeltaDataSource]:
+    """A ``delta`` data source class bound to one table path."""
+    name = source_name(path)
+    return type(
+        f"DeltaTableSource_{name}",
+        (DeltaDataSource,),
+        {"table_path": storage.normalize(path), "name": classmethod(lambda cls: name)},
+    )
+
+
+class Catalog:
+    def __init__(self, spark: SparkSession, warehouse: str) -> None:
+        self.spark = spark
+        self.registry = Registry(warehouse)
+
+    @classmethod
+    def attach(cls, spark: SparkSession, warehouse: str) -> Catalog:
+        catalog = cls(spark, warehouse)
+        spark._headwater_catalog = catalog  # type: ignore[attr-defined]
+        catalog.sync()
+        return catalog
+
+    @classmethod
+    def of(cls, spark: SparkSession) -> Catalog:
+        catalog = getattr(spark, "_headwater_catalog", None)
+        if catalog is None:
+            warehouse = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+            catalog = cls.attach(spark, warehouse)
+        return catalog
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def get(self, name: str | TableName) -> TableEntry | None:
+        """The entry of an existing table, or None."""
+        tname = parse(name) if isinstance(name, str) else name
+        entry = self.registry.get(tname)
+        if entry is None or not DeltaLog(entry.location).exists():
+            return None
+        return entry
+
+    def require(self, name: str) -> TableEntry:
+        entry = self.get(name)
+        if entry is None:
+            raise TableNotFoundError(
+                f"Table or view '{name}' not found (looked in {self.registry.warehouse}). "
+                f"Known tables: {', '.join(str(e.name) for e in self.list_tables()) or 'none'}."
+            )
+        return entry
+
+    def list_tables(self, database: str | None = None) -> list[TableEntry]:
+        return [
+            e
+            for e in self.registry.entries(database and database.lower())
+            if DeltaLog(e.location).exists()
+        ]
+
+    def list_databases(self) -> list[str]:
+        return self.registry.databases()
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def entry_for_write(self, name: str, location: str | None = None) -> TableEntry:
+        """The entry a write to ``name`` goes to, recorded if new (managed unless ``location``)."""
+        tname = parse(name)
+        existing = self.registry.get(tname)
+        if existing is not None and (
+            location is None or storage.normalize(location) == existing.location
+        ):
+            return existing
+        if existing is not None and DeltaLog(existing.location).exists():
+            raise TableAlreadyExistsError(
+                f"Table {tname} already exists at {existing.location}, not at {location}."
+            )
+        entry = TableEntry(
+            tname.database,
+            tname.table,
+            storage.normalize(location) if location else self.registry.managed_location(tname),
+            managed=location is None,
+        )
+        self.registry.put(entry)
+        return entry
+
+    def create_table(
+        self,
+        name: str,
+        schema: StructType | None = None,
+        location: str | None = None,
+        partition_by: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        if_not_exists: bool = False,
+    ) -> TableEntry:
+        """Create a table (or register an existing Delta table at ``location``)."""
+        from headwater.delta.commit import CommitRequest, commit
+
+        if self.get(name) is not None:
+            if if_not_exists:
+                return self.require(name)
+            raise TableAlreadyExistsError(f"Table {parse(name)} already exists.")
+        entry = self.entry_for_write(name, location)
+        dlog = DeltaLog(entry.location)
+        if not dlog.require_table_or_empty():
+            if schema is None:
+                raise HeadwaterError(
+                    f"Cannot create table {entry.name}: give a schema, or a location that holds a Delta table."
+                )
+            commit(
+                dlog, CommitRequest([], schema, list(partition_by or []), configuration=properties)
+            )
+        self.register_in_spark(entry)
+        return entry
+
+    def drop_table(self, name: str, purge: bool | None = None, if_exists: bool = False) -> None:
+        """Forget a table. Managed tables lose their data too unless ``purge=False``;
+        external ones keep it unless ``purge=True``."""
+        tname = parse(name)
+        entry = self.registry.get(tname)
+        if entry is None:
+            if if_exists:
+                return
+            raise TableNotFoundError(f"Table {tname} not found; nothing to drop.")
+        self.spark.sql(f"DROP TABLE IF EXISTS {tname.quoted}")
+        self.registry.remove(tname)
+        if purge if purge is not None else entry.managed:
+            storage.delete_dir(entry.location)
+
+    # -- Spark's session catalog -----------------------------------------------------------
+
+    def register_in_spark(self, entry: TableEntry) -> None:
+        """Mirror one table into Spark's catalog (again, if its schema changed)."""
+        self.spark.dataSource.register(table_source(entry.location))
+        name = entry.name
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{name.database}`")
+        self.spark.sql(f"DROP TABLE IF EXISTS {name.quoted}")
+        location = entry.location.replace("'", "\\'")
+        self.spark.sql(
+            f"CREATE TABLE {name.quoted} USING {source_name(entry.location)} LOCATION '{location}'"
+        )
+
+    def sync(self) -> None:
+        for entry in self.list_tables():
+            try:
+                self.register_in_spark(entry)
+            except Exception as e:  # one unreadable table must not break the session
+                log.warning("table %s not registered in Spark's catalog: %s", entry.name, e)

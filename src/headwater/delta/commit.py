@@ -1,0 +1,175 @@
+"""Committing written files as one Delta transaction, with the checks delta-rs leaves to us.
+
+A write is planned once (files already written, their add actions built) and committed
+here: the table is created if missing, schema changes are applied, streaming transaction
+ids make a re-run batch a no-op, and conflicts with concurrent writers are retried when the
+write's meaning does not depend on what changed (appends, full overwrites) and reported
+otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import DeltaError as RsDeltaError
+from deltalake.transaction import (
+    AddAction,
+    CommitProperties,
+    RemoveAction,
+    Transaction,
+    create_table_with_add_actions,
+)
+from pyspark.sql.types import StructType
+
+from headwater.delta import schema as schemas
+from headwater.delta.log import DeltaLog, Snapshot
+from headwater.errors import (
+    ConcurrentModificationError,
+    SchemaMismatchError,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 10
+
+
+@dataclass
+class CommitRequest:
+    """What one write wants to commit.
+
+    ``mode`` is ``append``, ``overwrite`` (every live file removed) or ``replace`` (the files
+    chosen by ``select_removes`` removed). ``schema`` is the schema of the added files;
+    ``schema_mode`` says whether it may add columns (``merge``) or replace the table schema
+    (``overwrite``).
+    """
+
+    adds: list[AddAction]
+    schema: StructType
+    partition_by: list[str]
+    mode: str = "append"
+    schema_mode: str = "enforce"
+    select_removes: Callable[[Snapshot], list[RemoveAction]] | None = None
+    read_version: int | None = None
+    txn: tuple[str, int] | None = None
+    metadata: dict = field(default_factory=dict)
+    configuration: dict[str, str] | None = None
+
+
+@dataclass
+class CommitResult:
+    version: int | None  # None when the transaction was already committed (skipped)
+    created: bool = False
+    schema_changed: bool = False
+
+
+def commit(log_: DeltaLog, req: CommitRequest) -> CommitResult:
+    last_error: Exception | None = None
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        if not log_.exists():
+            log_.check_log_not_corrupt()
+            try:
+                return _create(log_, req)
+            except (RsDeltaError, OSError) as e:
+                if not log_.exists():
+                    raise
+                last_error = e  # somebody created it first: commit into theirs
+                continue
+        table = DeltaTable(log_.root, storage_options=log_.storage_options)
+        if req.txn is not None:
+            done = table.transaction_version(req.txn[0])
+            if done is not None and done >= req.txn[1]:
+                log.info("transaction %s already committed at version %s: skipped", req.txn, done)
+                return CommitResult(version=None)
+        try:
+            return _commit_existing(log_, table, req)
+        except CommitFailedError as e:
+            last_error = e
+            if req.mode == "replace":
+                raise ConcurrentModificationError(
+                    f"A concurrent commit to {log_.root} changed the files this replaceWhere write "
+                    f"read: {e}. Nothing was committed; run the write again."
+                ) from e
+            log.info("commit conflict on %s (attempt %d): %s", log_.root, attempt + 1, e)
+    raise ConcurrentModificationError(
+        f"Could not commit to {log_.root} after {MAX_ATTEMPTS} attempts because of concurrent "
+        f"commits ({last_error}). Nothing was committed; run the write again."
+    )
+
+
+def _create(log_: DeltaLog, req: CommitRequest) -> CommitResult:
+    schema = schemas.as_nullable(req.schema)
+    schemas.check_writable(schema, req.partition_by)
+    create_table_with_add_actions(
+        log_.root,
+        schemas.to_delta(schema),
+        req.adds,
+        mode="error",
+        partition_by=req.partition_by,
+        configuration=req.configuration,
+        storage_options=log_.storage_options,
+        commit_properties=_properties(req),
+    )
+    return CommitResult(version=0, created=True, schema_changed=True)
+
+
+def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> CommitResult:
+    snap = Snapshot(log_.root, table.version(), table)
+    current = snap.schema
+    schema_changed = False
+    if req.schema_mode == "overwrite":
+        target = schemas.as_nullable(req.schema)
+        schema_changed = target != current or req.partition_by != snap.partition_columns
+        if req.mode != "overwrite":
+            raise SchemaMismatchError("overwriteSchema=true needs mode('overwrite').")
+    else:
+        if req.partition_by and [c.lower() for c in req.partition_by] != [
+            c.lower() for c in snap.partition_columns
+        ]:
+            raise SchemaMismatchError(
+                f"The table at {log_.root} is partitioned by {snap.partition_columns or 'nothing'}, "
+                f"not {req.partition_by}. Omit partitionBy, or overwrite with overwriteSchema=true."
+            )
+        reconciled = schemas.reconcile(current, req.schema, merge=req.schema_mode == "merge")
+        target = reconciled.schema
+        if reconciled.added:
+            if any("." in name for name in reconciled.added):
+                raise SchemaMismatchError(
+                    "mergeSchema cannot add fields inside an existing struct column yet ("
+                    + ", ".join(n for n in reconciled.added if "." in n)
+                    + "); add a top-level column, or overwrite with overwriteSchema=true."
+                )
+            new_fields = StructType([f for f in target if f.name in reconciled.added])
+            table.alter.add_columns(list(schemas.to_delta(new_fields).fields))
+            table = DeltaTable(log_.root, storage_options=log_.storage_options)
+            schema_changed = True
+    partition_by = req.partition_by if req.schema_mode == "overwrite" else snap.partition_columns
+    actions: list = list(req.adds)
+    mode = "append"
+    if req.mode == "overwrite":
+        mode = "overwrite"
+    elif req.mode == "replace" and req.select_removes is not None:
+        if req.read_version is not None and table.version() != req.read_version:
+            raise CommitFailedError(
+                f"the table moved from version {req.read_version} to {table.version()}"
+            )
+        actions += req.select_removes(Snapshot(log_.root, table.version(), table))
+    table.create_write_transaction(
+        actions,
+        mode,
+        schemas.to_delta(target),
+        partition_by=partition_by,
+        commit_properties=_properties(req),
+    )
+    return CommitResult(version=table.version(), schema_changed=schema_changed)
+
+
+def _properties(req: CommitRequest) -> CommitProperties:
+    txns = [Transaction(req.txn[0], req.txn[1])] if req.txn is not None else None
+    return CommitProperties(custom_metadata=req.metadata or None, app_transactions=txns)

@@ -1,0 +1,216 @@
+"""The Delta transaction log of one table, through delta-rs.
+
+Everything that reads or commits ``_delta_log`` goes through here: snapshots (schema,
+partitioning, the live files with their partition values and stats), the actions of a
+single commit, and transaction versions. delta-rs validates little on commit, so the
+checks that keep a table correct live in :mod:`headwater.delta.commit`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from urllib.parse import unquote
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError as RsDeltaError
+from deltalake.exceptions import TableNotFoundError as RsTableNotFoundError
+from pyspark.sql.types import StructType
+
+from headwater import storage
+from headwater.errors import (
+    CorruptLogError,
+    NotADeltaTableError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+
+# Reader features whose data we read correctly. Column mapping and deletion vectors change
+# which rows and columns a file holds; they are refused by name until supported.
+SUPPORTED_READER_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening"}
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A live data file of a snapshot: where it is and what partition it holds."""
+
+    path: str  # relative to the table root, decoded (the physical name)
+    size: int
+    partition_values: dict[str, str | None] = field(default_factory=dict)
+    modification_time: int = 0
+
+    def absolute(self, root: str) -> str:
+        return storage.join(root, self.path)
+
+
+@dataclass
+class Snapshot:
+    """One version of a table, as read by delta-rs."""
+
+    root: str
+    version: int
+    table: DeltaTable
+
+    @cached_property
+    def schema(self) -> StructType:
+        return StructType.fromJson(json.loads(self.table.schema().to_json()))
+
+    @cached_property
+    def partition_columns(self) -> list[str]:
+        return list(self.table.metadata().partition_columns)
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return dict(self.table.metadata().configuration)
+
+    @cached_property
+    def add_actions(self) -> pa.Table:
+        """One row per live file: path, size_bytes, partition.*, num_records, min.*, max.*."""
+        return pa.table(self.table.get_add_actions(flatten=True))
+
+    @cached_property
+    def files(self) -> list[DataFile]:
+        actions = self.add_actions
+        parts = self.partition_columns
+        if actions.num_rows == 0:
+            return []
+        paths = actions.column("path").to_pylist()
+        sizes = actions.column("size_bytes").to_pylist()
+        mtimes = actions.column("modification_time").to_pylist()
+        part_values = {
+            c: actions.column(f"partition.{c}").cast(pa.string()).to_pylist() for c in parts
+        }
+        return [
+            DataFile(
+                path=unquote(p),
+                size=s,
+                partition_values={c: part_values[c][i] for c in parts},
+                modification_time=m or 0,
+            )
+            for i, (p, s, m) in enumerate(zip(paths, sizes, mtimes, strict=True))
+        ]
+
+    def check_readable(self) -> None:
+        """Refuse, by name, tables whose rows we would get wrong."""
+        protocol = self.table.protocol()
+        features = set(protocol.reader_features or [])
+        unsupported = sorted(features - SUPPORTED_READER_FEATURES)
+        mapping = self.configuration.get("delta.columnMapping.mode", "none")
+        if mapping != "none" and "columnMapping" not in unsupported:
+            unsupported.append("columnMapping")
+        if "deletionVectors" in unsupported and not self._has_deletion_vectors():
+            unsupported.remove("deletionVectors")
+        if unsupported:
+            raise UnsupportedFeatureError(
+                f"Delta table at {self.root} uses reader feature(s) {', '.join(unsupported)} "
+                f"(protocol reader version {protocol.min_reader_version}), which headwater "
+                "cannot read yet. Read it with an engine that supports these features."
+            )
+
+    def _has_deletion_vectors(self) -> bool:
+        names = self.add_actions.column_names
+        dv_cols = [c for c in names if c.startswith("deletionVector")]
+        return any(
+            self.add_actions.column(c).null_count < self.add_actions.num_rows for c in dv_cols
+        )
+
+
+class DeltaLog:
+    """Access to the log of the table rooted at ``root`` (a path or URI)."""
+
+    def __init__(self, root: str, storage_options: dict[str, str] | None = None) -> None:
+        self.root = storage.normalize(root)
+        self.storage_options = storage_options
+
+    @property
+    def log_dir(self) -> str:
+        return storage.join(self.root, "_delta_log")
+
+    def exists(self) -> bool:
+        return DeltaTable.is_deltatable(self.root, self.storage_options)
+
+    def require_table_or_empty(self) -> bool:
+        """True when a table exists; False for a missing or empty directory.
+
+        A directory that holds other files but no log is refused, so a write never mixes
+        a new table into somebody else's data.
+        """
+        if self.exists():
+            return True
+        self.check_log_not_corrupt()
+        if storage.is_nonempty_dir(self.root):
+            visible = [
+                f.path
+                for f in storage.list_files(self.root)
+                if not any(part.startswith(("_", ".")) for part in f.path.split("/")[-1:])
+            ]
+            if visible:
+                raise NotADeltaTableError(
+                    f"{self.root} is not a Delta table: it holds files (for example "
+                    f"{visible[0]}) but no _delta_log. Write to an empty or new path, or "
+                    "convert the files to Delta first."
+                )
+        return False
+
+    def check_log_not_corrupt(self) -> None:
+        """A ``_delta_log`` with files but no readable commit is corrupt, not absent."""
+        if storage.is_nonempty_dir(self.log_dir):
+            raise CorruptLogError(
+                f"{self.log_dir} exists but holds no readable commit; the log is corrupt or "
+                "was partly deleted. Restore it from a backup, or remove the directory to start over."
+            )
+
+    def load(self, version: int | None = None, timestamp: str | None = None) -> DeltaTable:
+        try:
+            table = DeltaTable(self.root, storage_options=self.storage_options)
+        except RsTableNotFoundError as e:
+            self.require_table_or_empty()
+            raise TableNotFoundError(
+                f"No Delta table at {self.root}. Write to it first or check the path."
+            ) from e
+        except (RsDeltaError, OSError) as e:
+            raise CorruptLogError(f"Cannot read the Delta log of {self.root}: {e}") from e
+        try:
+            if version is not None:
+                table.load_as_version(int(version))
+            elif timestamp is not None:
+                table.load_as_version(_parse_timestamp(timestamp))
+        except (RsDeltaError, OSError, ValueError) as e:
+            raise TableNotFoundError(
+                f"Cannot time-travel {self.root} to "
+                f"{'version ' + str(version) if version is not None else 'timestamp ' + str(timestamp)}: {e}. "
+                f"The table's versions are 0..{self.latest_version()}; see its history."
+            ) from e
+        return table
+
+    def snapshot(self, version: int | None = None, timestamp: str | None = None) -> Snapshot:
+        table = self.load(version, timestamp)
+        return Snapshot(self.root, table.version(), table)
+
+    def latest_version(self) -> int:
+        return DeltaTable(self.root, storage_options=self.storage_options).version()
+
+    def commit_actions(self, version: int) -> list[dict]:
+        """The actions of commit ``version`` (one dict per line of its JSON file)."""
+        path = storage.join(self.log_dir, f"{version:020d}.json")
+        try:
+            text = storage.read_bytes(path).decode("utf-8")
+        except FileNotFoundError as e:
+            raise CorruptLogError(
+                f"Commit {version} of {self.root} is missing ({path}); it may have been removed "
+                "by log cleanup. Restart the stream from a later version (startingVersion)."
+            ) from e
+        try:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as e:
+            raise CorruptLogError(f"Commit file {path} is not valid JSON: {e}") from e
+
+
+def _parse_timestamp(text: str) -> datetime:
+    value = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value

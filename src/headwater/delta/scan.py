@@ -1,0 +1,95 @@
+"""Executor side of the Python read path: Delta data files to Arrow batches.
+
+Runs inside Spark's Python workers from a pickled reader, so it takes only plain values
+(paths, partition values, the schema) and yields ``pyarrow.RecordBatch``es that match the
+declared Spark schema exactly (Spark refuses anything else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from headwater import storage
+from headwater.errors import CorruptLogError
+
+BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """One data file to read: plain values only, so it pickles into an InputPartition."""
+
+    path: str  # absolute path or URI
+    size: int
+    partition_values: tuple[tuple[str, str | None], ...]
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def read_files(tasks: list[FileTask], schema: StructType) -> Iterator[pa.RecordBatch]:
+    target = arrow_schema(schema)
+    for task in tasks:
+        yield from read_file(task, target)
+
+
+def read_file(task: FileTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    fs, path = storage.filesystem(task.path)
+    try:
+        handle = fs.open_input_file(path)
+    except FileNotFoundError as e:
+        raise CorruptLogError(
+            f"Data file {task.path} is referenced by the Delta log but missing. "
+            "Restore it, or run FSCK/repair on the table to drop the reference."
+        ) from e
+    parts = dict(task.partition_values)
+    with handle:
+        pf = pq.ParquetFile(handle)
+        file_names = set(pf.schema_arrow.names)
+        wanted = [f.name for f in target if f.name in file_names and f.name not in parts]
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=wanted, use_threads=False):
+            yield conform(batch, target, parts)
+
+
+def conform(
+    batch: pa.RecordBatch, target: pa.Schema, parts: dict[str, str | None]
+) -> pa.RecordBatch:
+    n = batch.num_rows
+    arrays = []
+    for field in target:
+        if field.name in parts:
+            value = parts[field.name]
+            arr = (
+                pa.array([value] * n, pa.string())
+                if value not in (None, "")
+                else pa.nulls(n, pa.string())
+            )
+            arrays.append(_cast(arr, field.type))
+        elif field.name in batch.schema.names:
+            arrays.append(_cast(batch.column(field.name), field.type))
+        else:
+            arrays.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def _cast(arr: pa.Array, to: pa.DataType) -> pa.Array:
+    if arr.type == to:
+        return arr
+    if pa.types.is_timestamp(to) and pa.types.is_string(arr.type):
+        return pc.cast(pc.strptime(arr, format="%Y-%m-%d %H:%M:%S", unit="us"), to)
+    if pa.types.is_struct(to) and pa.types.is_struct(arr.type):
+        children = []
+        for f in to:
+            idx = arr.type.get_field_index(f.name)
+            child = arr.field(idx) if idx >= 0 else pa.nulls(len(arr), f.type)
+            children.append(_cast(child, f.type))
+        return pa.StructArray.from_arrays(children, fields=list(to), mask=arr.is_null())
+    return arr.cast(to, safe=False)

@@ -1,0 +1,115 @@
+"""The ``delta`` Python data source: what Spark calls for ``format("delta")``.
+
+Batch reads here are the exact, general path (any partition encoding, file skipping from
+log stats); ``spark.read.format("delta").load`` normally takes the native Parquet path in
+:mod:`headwater.delta.read` instead. Streaming reads always come here
+(:mod:`headwater.delta.stream_source`). Writes are routed by :mod:`headwater.api_hooks`
+to :mod:`headwater.delta.write`, which uses Spark's native Parquet writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from headwater.delta.log import DeltaLog
+from headwater.delta.options import READ_OPTIONS, STREAM_READ_OPTIONS, check_known
+from headwater.delta.scan import FileTask, read_files
+from headwater.delta.skipping import keep_mask
+from headwater.errors import OptionError
+
+TARGET_PARTITION_BYTES = 128 * 1024 * 1024
+
+
+class DeltaDataSource(DataSource):
+    """Delta tables by path (``load(path)``), or the fixed table of a catalog subclass."""
+
+    table_path: str | None = None  # set by catalog subclasses (one per named table)
+
+    @classmethod
+    def name(cls) -> str:
+        return "delta"
+
+    def _path(self) -> str:
+        path = self.table_path or self.options.get("path")
+        if not path:
+            raise OptionError("Reading format('delta') needs a path: .load('/path/to/table').")
+        return path
+
+    def schema(self) -> StructType:
+        opts = self.options
+        version = opts.get("versionAsOf")
+        snapshot = DeltaLog(self._path()).snapshot(
+            version=version, timestamp=opts.get("timestampAsOf")
+        )
+        snapshot.check_readable()
+        return snapshot.schema
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        check_known(dict(self.options), READ_OPTIONS, "reading a delta table")
+        return DeltaBatchReader(self._path(), dict(self.options), schema)
+
+    def streamReader(self, schema: StructType):
+        from headwater.delta.stream_source import DeltaStreamReader
+
+        opts = check_known(dict(self.options), STREAM_READ_OPTIONS, "streaming from a delta table")
+        return DeltaStreamReader(self._path(), opts, schema)
+
+
+class FilePartition(InputPartition):
+    def __init__(self, tasks: list[FileTask]) -> None:
+        super().__init__(tasks)
+        self.tasks = tasks
+
+
+def plan_partitions(
+    tasks: list[FileTask], target_bytes: int = TARGET_PARTITION_BYTES
+) -> list[FilePartition]:
+    """Pack files into partitions of about ``target_bytes`` (at least one partition)."""
+    partitions: list[FilePartition] = []
+    current: list[FileTask] = []
+    size = 0
+    for task in sorted(tasks, key=lambda t: t.path):
+        if current and size + task.size > target_bytes:
+            partitions.append(FilePartition(current))
+            current, size = [], 0
+        current.append(task)
+        size += task.size
+    if current or not partitions:
+        partitions.append(FilePartition(current))
+    return partitions
+
+
+class DeltaBatchReader(DataSourceReader):
+    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
+        self.path = path
+        self.options = options
+        self.schema = schema
+        self.filters: list[Filter] = []
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        # Used only to skip files; every filter goes back to Spark, which applies it.
+        self.filters = list(filters)
+        yield from filters
+
+    def partitions(self) -> Sequence[InputPartition]:
+        snapshot = DeltaLog(self.path).snapshot(
+            version=self.options.get("versionAsOf"), timestamp=self.options.get("timestampAsOf")
+        )
+        snapshot.check_readable()
+        files = snapshot.files
+        if self.filters and files:
+            mask = keep_mask(snapshot.add_actions, self.filters, snapshot.partition_columns)
+            keep = pa.array(mask).to_pylist()
+            files = [f for f, k in zip(files, keep, strict=True) if k]
+        tasks = [
+            FileTask(f.absolute(snapshot.root), f.size, tuple(sorted(f.partition_values.items())))
+            for f in files
+        ]
+        return plan_partitions(tasks)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from read_files(partition.tasks, self.schema)

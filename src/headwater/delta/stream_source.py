@@ -1,0 +1,201 @@
+"""Streaming reads of a Delta table: the snapshot first, then every later append.
+
+An offset is the position of the next file to read::
+
+    {"version": v, "index": i, "snapshot": bool}
+
+With ``snapshot`` true it points into the table as of version ``v`` (files ordered by
+modification time, then path); otherwise into the data files added by commit ``v``, in log
+order. Offsets are normalised (a fully read commit becomes ``(v + 1, 0)``), so equal
+positions mean no new data. The log is immutable, so the files between two offsets are the
+same after any restart: that is what makes the query exactly-once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from headwater import storage
+from headwater.delta.log import DeltaLog
+from headwater.delta.options import as_bool, as_bytes, as_int
+from headwater.delta.scan import FileTask, read_files
+from headwater.delta.source import plan_partitions
+from headwater.errors import StreamingSourceChangedError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_FILES = 1000
+
+
+@dataclass(frozen=True)
+class Position:
+    version: int
+    index: int
+    snapshot: bool
+
+    def to_offset(self) -> dict:
+        return {"version": self.version, "index": self.index, "snapshot": self.snapshot}
+
+    @classmethod
+    def of(cls, offset: dict) -> Position:
+        return cls(int(offset["version"]), int(offset["index"]), bool(offset["snapshot"]))
+
+
+class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
+        self.log = DeltaLog(path)
+        self.schema = schema
+        self.max_files = as_int(
+            options.get("maxfilespertrigger"), "maxFilesPerTrigger", DEFAULT_MAX_FILES
+        )
+        self.max_bytes = as_bytes(options.get("maxbytespertrigger"), "maxBytesPerTrigger")
+        self.skip_change_commits = as_bool(options.get("skipchangecommits"), "skipChangeCommits")
+        self.ignore_deletes = as_bool(options.get("ignoredeletes"), "ignoreDeletes")
+        self.ignore_changes = as_bool(options.get("ignorechanges"), "ignoreChanges")
+        self.starting_version = options.get("startingversion")
+        self.starting_timestamp = options.get("startingtimestamp")
+        self.available_now_target: int | None = None
+        self._files_cache: dict[tuple[int, bool], list[FileTask]] = {}
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict:
+        if self.starting_version is not None:
+            if str(self.starting_version).lower() == "latest":
+                return Position(self.log.latest_version() + 1, 0, False).to_offset()
+            return Position(int(self.starting_version), 0, False).to_offset()
+        if self.starting_timestamp is not None:
+            version = self.log.snapshot(timestamp=self.starting_timestamp).version
+            return Position(version, 0, False).to_offset()
+        return Position(self.log.latest_version(), 0, True).to_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.max_bytes is not None and self.max_files == DEFAULT_MAX_FILES:
+            return ReadMaxBytes(self.max_bytes)
+        return ReadMaxFiles(self.max_files)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now_target = self.log.latest_version()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        pos = Position.of(start)
+        latest = self.log.latest_version()
+        if self.available_now_target is not None:
+            latest = min(latest, self.available_now_target)
+        unlimited = isinstance(limit, ReadAllAvailable)
+        max_files = None if unlimited else self.max_files
+        max_bytes = None if unlimited else self.max_bytes
+        taken_files = 0
+        taken_bytes = 0
+        while pos.version <= latest:
+            files = self._files(pos)
+            while pos.index < len(files):
+                if taken_files and (
+                    (max_files is not None and taken_files >= max_files)
+                    or (max_bytes is not None and taken_bytes >= max_bytes)
+                ):
+                    return pos.to_offset()
+                taken_files += 1
+                taken_bytes += files[pos.index].size
+                pos = Position(pos.version, pos.index + 1, pos.snapshot)
+            pos = Position(pos.version + 1, 0, False)
+        return pos.to_offset()
+
+    def reportLatestOffset(self) -> dict | None:
+        return Position(self.log.latest_version() + 1, 0, False).to_offset()
+
+    # -- data ------------------------------------------------------------------------------
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        pos, stop = Position.of(start), Position.of(end)
+        tasks: list[FileTask] = []
+        while (pos.version, pos.index) < (stop.version, stop.index):
+            files = self._files(pos)
+            upto = stop.index if stop.version == pos.version else len(files)
+            tasks.extend(files[pos.index : upto])
+            pos = Position(pos.version + 1, 0, False)
+        return list(plan_partitions(tasks))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from read_files(partition.tasks, self.schema)
+
+    def commit(self, end: dict) -> None:
+        version = Position.of(end).version
+        for key in [k for k in self._files_cache if k[0] < version]:
+            del self._files_cache[key]
+
+    # -- the files at a position -----------------------------------------------------------
+
+    def _files(self, pos: Position) -> list[FileTask]:
+        key = (pos.version, pos.snapshot)
+        if key not in self._files_cache:
+            loader = self._snapshot_files if pos.snapshot else self._commit_files
+            self._files_cache[key] = loader(pos.version)
+        return self._files_cache[key]
+
+    def _snapshot_files(self, version: int) -> list[FileTask]:
+        snapshot = self.log.snapshot(version=version)
+        snapshot.check_readable()
+        files = sorted(snapshot.files, key=lambda f: (f.modification_time, f.path))
+        return [
+            FileTask(f.absolute(self.log.root), f.size, tuple(sorted(f.partition_values.items())))
+            for f in files
+        ]
+
+    def _commit_files(self, version: int) -> list[FileTask]:
+        actions = self.log.commit_actions(version)
+        adds = [a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)]
+        removes = [
+            a["remove"] for a in actions if "remove" in a and a["remove"].get("dataChange", True)
+        ]
+        metadata = next((a["metaData"] for a in actions if "metaData" in a), None)
+        if metadata is not None:
+            self._check_schema(version, metadata)
+        if removes:
+            if self.skip_change_commits:
+                return []
+            if self.ignore_changes:
+                pass  # re-delivers rewritten files' rows, as delta-spark's ignoreChanges does
+            elif self.ignore_deletes and not adds:
+                return []
+            else:
+                raise StreamingSourceChangedError(
+                    f"Detected a data update (for example MERGE, UPDATE, DELETE or OVERWRITE) in the "
+                    f"source table {self.log.root} at version {version}. This is currently not "
+                    "supported for streaming reads. If this is going to happen regularly and you are "
+                    "okay to skip changes, set the option 'skipChangeCommits' to 'true'; to ignore "
+                    "commits that only delete data, set 'ignoreDeletes' to 'true'. Or restart the "
+                    "query from a later version with 'startingVersion'."
+                )
+        return [
+            FileTask(
+                storage.join(self.log.root, unquote(a["path"])),
+                int(a.get("size", 0)),
+                tuple(sorted((a.get("partitionValues") or {}).items())),
+            )
+            for a in adds
+        ]
+
+    def _check_schema(self, version: int, metadata: dict) -> None:
+        import json
+
+        new = StructType.fromJson(json.loads(metadata["schemaString"]))
+        if new != self.schema and {f.name for f in new} != {f.name for f in self.schema}:
+            raise StreamingSourceChangedError(
+                f"The schema of source table {self.log.root} changed at version {version} "
+                f"(now: {new.simpleString()}). Restart the streaming query to read with the new schema."
+            )

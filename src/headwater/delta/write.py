@@ -1,0 +1,278 @@
+"""Writing a DataFrame into a Delta table: Spark's native Parquet writer, one Delta commit.
+
+Executors write Parquet with Spark's own writer (vectorised, partitioned, no Python on the
+data path) into a private staging directory inside the table; the driver then moves the
+files into place, reads their footers for Delta statistics, and commits every file in a
+single Delta transaction. Until that commit the files are invisible to readers; a crash
+leaves only unreferenced files, which VACUUM removes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow.parquet as pq
+from deltalake.transaction import AddAction, RemoveAction
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from headwater import storage
+from headwater.delta import schema as schemas
+from headwater.delta.commit import CommitRequest, CommitResult, commit
+from headwater.delta.log import DeltaLog, Snapshot
+from headwater.delta.options import WriteOptions
+from headwater.delta.partitions import parse_partition_dir
+from headwater.delta.stats import file_stats
+from headwater.errors import SchemaMismatchError, TableAlreadyExistsError
+
+log = logging.getLogger(__name__)
+
+STAGING_DIR = "_headwater_staging"
+
+
+@dataclass
+class WriteResult:
+    version: int | None  # None: nothing committed (ignore mode, or txn already committed)
+    num_files: int = 0
+    num_rows: int = 0
+    num_bytes: int = 0
+    created: bool = False
+    schema_changed: bool = False
+
+
+def write_dataframe(
+    df: DataFrame,
+    path: str,
+    mode: str = "errorifexists",
+    options: Mapping[str, str] | None = None,
+    partition_by: list[str] | None = None,
+    txn: tuple[str, int] | None = None,
+    configuration: dict[str, str] | None = None,
+) -> WriteResult:
+    """Write ``df`` to the Delta table at ``path`` as one commit (see module docstring).
+
+    ``mode``: ``append``, ``overwrite``, ``errorifexists``/``error``, ``ignore``.
+    ``txn``: ``(app_id, version)``; a write whose transaction is already recorded is skipped.
+    """
+    opts = WriteOptions.parse(options or {})
+    mode = _normalize_mode(mode)
+    dlog = DeltaLog(path)
+    exists = dlog.require_table_or_empty()
+    if exists and mode == "error":
+        raise TableAlreadyExistsError(
+            f"A Delta table already exists at {dlog.root}; use mode('append') or mode('overwrite')."
+        )
+    if exists and mode == "ignore":
+        return WriteResult(version=None)
+    if opts.overwrite_schema and mode != "overwrite":
+        raise SchemaMismatchError("Option overwriteSchema=true requires mode('overwrite').")
+    partition_by = list(partition_by or opts.partition_by)
+    if txn is None and opts.txn_app_id is not None:
+        txn = (opts.txn_app_id, opts.txn_version)
+
+    snapshot = dlog.snapshot() if exists else None
+    if txn is not None and snapshot is not None:
+        done = snapshot.table.transaction_version(txn[0])
+        if done is not None and done >= txn[1]:
+            return WriteResult(version=None)
+
+    data_schema = schemas.as_nullable(df.schema)
+    schemas.check_writable(data_schema, partition_by)
+    if snapshot is None or opts.overwrite_schema:
+        target = data_schema
+        table_partitions = partition_by
+        out = df
+    else:
+        table_partitions = snapshot.partition_columns
+        if partition_by and [c.lower() for c in partition_by] != [
+            c.lower() for c in table_partitions
+        ]:
+            raise SchemaMismatchError(
+                f"The table at {dlog.root} is partitioned by {table_partitions or 'nothing'}, "
+                f"not {partition_by}. Omit partitionBy, or overwrite with overwriteSchema=true."
+            )
+        target = schemas.reconcile(snapshot.schema, data_schema, merge=opts.merge_schema).schema
+        out = _conform(df, target)
+
+    replace_removes = None
+    if mode == "overwrite" and opts.replace_where and snapshot is not None:
+        out, replace_removes = _replace_where(df.sparkSession, out, snapshot, opts.replace_where)
+
+    part_cols = _resolve_names(target, table_partitions)
+    adds, nrows, nbytes = _write_files(out, dlog.root, part_cols, target, opts)
+
+    if replace_removes is not None:
+        request_mode = "replace"
+    else:
+        request_mode = "overwrite" if mode == "overwrite" else "append"
+    request = CommitRequest(
+        adds=adds,
+        schema=target,
+        partition_by=part_cols,
+        mode=request_mode,
+        schema_mode="overwrite"
+        if opts.overwrite_schema
+        else ("merge" if opts.merge_schema else "enforce"),
+        select_removes=replace_removes,
+        read_version=snapshot.version if snapshot is not None else None,
+        txn=txn,
+        metadata=_commit_metadata(opts, adds, nrows, nbytes, request_mode),
+        configuration=configuration,
+    )
+    result: CommitResult = commit(dlog, request)
+    return WriteResult(
+        version=result.version,
+        num_files=len(adds),
+        num_rows=nrows,
+        num_bytes=nbytes,
+        created=result.created,
+        schema_changed=result.schema_changed,
+    )
+
+
+def _normalize_mode(mode: str | None) -> str:
+    m = (mode or "errorifexists").lower()
+    if m in ("error", "errorifexists", "default"):
+        return "error"
+    if m in ("append", "overwrite", "ignore"):
+        return m
+    raise SchemaMismatchError(
+        f"Unknown save mode '{mode}'. Use append, overwrite, errorifexists or ignore."
+    )
+
+
+def _resolve_names(schema: StructType, names: list[str]) -> list[str]:
+    by_lower = {f.name.lower(): f.name for f in schema}
+    return [by_lower.get(n.lower(), n) for n in names]
+
+
+def _conform(df: DataFrame, target: StructType) -> DataFrame:
+    """Select the data in the table's column order and names; missing columns write null."""
+    present = {f.name.lower(): f for f in df.schema}
+    cols = []
+    for f in target:
+        src = present.get(f.name.lower())
+        if src is None:
+            cols.append(F.lit(None).cast(f.dataType).alias(f.name))
+        elif src.dataType != f.dataType:
+            cols.append(F.col(f"`{src.name}`").cast(f.dataType).alias(f.name))
+        else:
+            cols.append(F.col(f"`{src.name}`").alias(f.name))
+    return df.select(*cols)
+
+
+def _replace_where(spark, out: DataFrame, snapshot: Snapshot, predicate: str):
+    """Check the new rows fit ``predicate``; keep old rows outside it; pick the files to remove."""
+    from headwater.delta.read import read_snapshot
+
+    cond = F.expr(predicate)
+    bad = out.filter(~F.coalesce(cond, F.lit(False))).limit(1).count()
+    if bad:
+        raise SchemaMismatchError(
+            f"Data written with replaceWhere '{predicate}' contains rows that do not match the "
+            "predicate. Filter the data to the replaced range first."
+        )
+    current = read_snapshot(spark, snapshot).withColumn("__hw_file", F.col("_metadata.file_path"))
+    touched = {
+        r[0]
+        for r in current.filter(F.coalesce(cond, F.lit(False)))
+        .select("__hw_file")
+        .distinct()
+        .collect()
+    }
+    if not touched:
+        return out, lambda snap: []
+    touched_paths = {_strip_file_scheme(p) for p in touched}
+    kept = current.filter(F.col("__hw_file").isin(list(touched))).filter(
+        ~F.coalesce(cond, F.lit(False))
+    )
+    kept = kept.drop("__hw_file").select(*[F.col(f"`{c}`") for c in out.columns])
+    now = int(time.time() * 1000)
+
+    def select(snap: Snapshot) -> list[RemoveAction]:
+        return [
+            RemoveAction(f.path, True, now, f.size, f.partition_values)
+            for f in snap.files
+            if _strip_file_scheme(f.absolute(snap.root)) in touched_paths
+        ]
+
+    return out.unionByName(kept), select
+
+
+def _strip_file_scheme(path: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(path)
+    return unquote(parsed.path) if parsed.scheme == "file" else path
+
+
+def _write_files(
+    out: DataFrame, root: str, partition_by: list[str], schema: StructType, opts: WriteOptions
+):
+    staging = storage.join(root, STAGING_DIR, uuid.uuid4().hex)
+    writer = out.write.mode("overwrite").option("compression", opts.compression)
+    if opts.max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", str(opts.max_records_per_file))
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(staging)
+    try:
+        staged = [
+            f
+            for f in storage.list_files(staging)
+            if f.path.endswith(".parquet") and not f.base_name.startswith((".", "_"))
+        ]
+        data_schema = StructType([f for f in schema if f.name not in partition_by])
+        staging_local = storage.filesystem(staging)[1]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            adds = list(
+                pool.map(
+                    lambda f: _place(f, staging_local, root, partition_by, data_schema), staged
+                )
+            )
+        adds = [a for a in adds if a is not None]
+    finally:
+        storage.delete_dir(staging)
+    nrows = sum(int(a.stats.split('"numRecords":', 1)[1].split(",", 1)[0]) for a in adds)
+    nbytes = sum(a.size for a in adds)
+    return adds, nrows, nbytes
+
+
+def _place(
+    info, staging: str, root: str, partition_by: list[str], data_schema: StructType
+) -> AddAction | None:
+    fs, _ = storage.filesystem(root)
+    rel = info.path[len(staging) :].lstrip("/")
+    meta = pq.read_metadata(fs.open_input_file(info.path))
+    if meta.num_rows == 0:
+        return None  # Spark writes an empty file for an empty partition; Delta needs none
+    values = parse_partition_dir(rel, partition_by)
+    storage.move(info.path, storage.join(root, rel))
+    return AddAction(
+        rel,
+        info.size,
+        values,
+        int(time.time() * 1000),
+        True,
+        file_stats(meta, data_schema),
+    )
+
+
+def _commit_metadata(opts: WriteOptions, adds, nrows: int, nbytes: int, mode: str) -> dict:
+    meta: dict = {
+        "operationMetrics": {
+            "numFiles": str(len(adds)),
+            "numOutputRows": str(nrows),
+            "numOutputBytes": str(nbytes),
+        },
+        "isBlindAppend": mode == "append",
+    }
+    if opts.user_metadata:
+        meta["userMetadata"] = opts.user_metadata
+    return meta
