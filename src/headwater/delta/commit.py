@@ -149,6 +149,20 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
             table.alter.add_columns(list(schemas.to_delta(new_fields).fields))
             table = DeltaTable(log_.root, storage_options=log_.storage_options)
             schema_changed = True
+    if req.schema_mode == "overwrite" and req.partition_by != snap.partition_columns:
+        # Only a replace of the table metadata can change partitioning (delta-rs keeps the
+        # table id and writes the removes of every live file in the same commit).
+        create_table_with_add_actions(
+            log_.root,
+            schemas.to_delta(target),
+            req.adds,
+            mode="overwrite",
+            partition_by=req.partition_by,
+            configuration=req.configuration or snap.configuration,
+            storage_options=log_.storage_options,
+            commit_properties=_properties(req),
+        )
+        return CommitResult(version=snap.version + 1, schema_changed=True)
     partition_by = req.partition_by if req.schema_mode == "overwrite" else snap.partition_columns
     actions: list = list(req.adds)
     mode = "append"
