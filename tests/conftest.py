@@ -34,7 +34,9 @@ def table_path(tmp_path) -> str:
     return str(tmp_path / "table")
 
 
-def run_python(code: str, *args: str, timeout: float = 300, env: dict | None = None, check: bool = True):
+def run_python(
+    code: str, *args: str, timeout: float = 300, env: dict | None = None, check: bool = True
+):
     """Run ``code`` in a fresh interpreter (its own SparkSession); returns CompletedProcess."""
     import subprocess
 
@@ -48,5 +50,7 @@ def run_python(code: str, *args: str, timeout: float = 300, env: dict | None = N
         cwd=str(REPO),
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"child failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        raise AssertionError(
+            f"child failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        )
     return proc

@@ -30,7 +30,13 @@ def run(output: str = "demo-output", master: str | None = None, batches: int = 3
         orders = (
             spark.range(n)
             .withColumn("order_id", F.expr("uuid()"))
-            .withColumn("store", F.element_at(F.array(*[F.lit(s) for s in ("north", "south", "east", "west")]), (F.col("id") % 4 + 1).cast("int")))
+            .withColumn(
+                "store",
+                F.element_at(
+                    F.array(*[F.lit(s) for s in ("north", "south", "east", "west")]),
+                    (F.col("id") % 4 + 1).cast("int"),
+                ),
+            )
             .withColumn("amount", F.round(F.rand() * 200, 2).cast("decimal(10,2)"))
             .withColumn("ordered_at", F.current_timestamp())
             .withColumn("order_date", F.current_date())
@@ -52,8 +58,10 @@ def run(output: str = "demo-output", master: str | None = None, batches: int = 3
     q.awaitTermination()
     print(f"  silver.orders: streamed {sum(p['numInputRows'] for p in q.recentProgress)} new rows")
 
-    gold = spark.readStream.table("silver.orders").groupBy("store", "amount_band").agg(
-        F.count("*").alias("orders"), F.sum("amount").alias("revenue")
+    gold = (
+        spark.readStream.table("silver.orders")
+        .groupBy("store", "amount_band")
+        .agg(F.count("*").alias("orders"), F.sum("amount").alias("revenue"))
     )
     q = (
         gold.writeStream.outputMode("complete")
@@ -63,7 +71,10 @@ def run(output: str = "demo-output", master: str | None = None, batches: int = 3
     )
     q.awaitTermination()
 
-    counts = {name: spark.table(name).count() for name in ("bronze.orders", "silver.orders", "gold.store_sales")}
+    counts = {
+        name: spark.table(name).count()
+        for name in ("bronze.orders", "silver.orders", "gold.store_sales")
+    }
     for name, count in counts.items():
         print(f"\n{name}: {count} rows")
         spark.table(name).show(5, truncate=False)

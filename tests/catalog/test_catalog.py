@@ -33,14 +33,18 @@ def test_save_as_table_then_every_read_entry_point(spark):
     with pytest.raises(TableAlreadyExistsError, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
         spark.range(1).selectExpr("id", "'y' as s").write.saveAsTable("cat1.people")
     spark.range(5, 7).selectExpr("id", "'y' as s").write.mode("append").saveAsTable("cat1.people")
-    spark.range(100, 101).selectExpr("id", "'y' as s").write.mode("ignore").saveAsTable("cat1.people")
+    spark.range(100, 101).selectExpr("id", "'y' as s").write.mode("ignore").saveAsTable(
+        "cat1.people"
+    )
     assert spark.table("cat1.people").count() == 7
     # Schema evolution is visible to SQL too.
     spark.range(7, 8).selectExpr("id", "'z' as s", "1 as extra").write.mode("append").option(
         "mergeSchema", "true"
     ).saveAsTable("cat1.people")
     assert spark.sql("SELECT sum(extra) AS e FROM cat1.people").first().e == 1
-    spark.range(2).selectExpr("id", "'o' as s", "2 as extra").write.mode("overwrite").saveAsTable("cat1.people")
+    spark.range(2).selectExpr("id", "'o' as s", "2 as extra").write.mode("overwrite").saveAsTable(
+        "cat1.people"
+    )
     assert spark.table("cat1.people").count() == 2
 
 
@@ -95,12 +99,17 @@ def test_create_table_with_schema_partitioning_and_properties(spark):
 
     catalog = Catalog.of(spark)
     schema = StructType([StructField("id", LongType()), StructField("day", StringType())])
-    entry = catalog.create_table("cat3.events", schema=schema, partition_by=["day"], properties={"delta.appendOnly": "false"})
+    entry = catalog.create_table(
+        "cat3.events", schema=schema, partition_by=["day"], properties={"delta.appendOnly": "false"}
+    )
     dt = DeltaTable(entry.location)
     assert dt.metadata().partition_columns == ["day"]
     assert dt.metadata().configuration["delta.appendOnly"] == "false"
     assert spark.table("cat3.events").count() == 0
-    assert catalog.create_table("cat3.events", schema=schema, if_not_exists=True).location == entry.location
+    assert (
+        catalog.create_table("cat3.events", schema=schema, if_not_exists=True).location
+        == entry.location
+    )
     with pytest.raises(TableAlreadyExistsError):
         catalog.create_table("cat3.events", schema=schema)
 

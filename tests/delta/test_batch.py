@@ -58,9 +58,14 @@ ALL_TYPES = StructType(
         StructField("ts_ntz", TimestampNTZType()),
         StructField(
             "st",
-            StructType([StructField("x", IntegerType()), StructField("y", ArrayType(StringType()))]),
+            StructType(
+                [StructField("x", IntegerType()), StructField("y", ArrayType(StringType()))]
+            ),
         ),
-        StructField("arr", ArrayType(StructType([StructField("k", StringType()), StructField("v", LongType())]))),
+        StructField(
+            "arr",
+            ArrayType(StructType([StructField("k", StringType()), StructField("v", LongType())])),
+        ),
         StructField("m", MapType(StringType(), ArrayType(IntegerType()))),
     ]
 )
@@ -109,13 +114,20 @@ def test_partition_columns_read_back_as_columns_with_nulls(spark, table_path):
 
 
 def test_dataframe_partitionby_is_honoured_too(spark, table_path):
-    spark.range(10).withColumn("k", F.col("id") % 2).write.format("delta").partitionBy("k").save(table_path)
+    spark.range(10).withColumn("k", F.col("id") % 2).write.format("delta").partitionBy("k").save(
+        table_path
+    )
     assert DeltaTable(table_path).metadata().partition_columns == ["k"]
-    assert {os.path.basename(d) for d in os.listdir(table_path) if d.startswith("k=")} == {"k=0", "k=1"}
+    assert {os.path.basename(d) for d in os.listdir(table_path) if d.startswith("k=")} == {
+        "k=0",
+        "k=1",
+    }
 
 
 def test_partition_filter_prunes_files_in_the_native_plan(spark, table_path):
-    spark.range(100).withColumn("k", F.col("id") % 5).write.format("delta").option("partitionBy", "k").save(table_path)
+    spark.range(100).withColumn("k", F.col("id") % 5).write.format("delta").option(
+        "partitionBy", "k"
+    ).save(table_path)
     df = spark.read.format("delta").load(table_path).where("k = 3")
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert "PartitionFilters: [isnotnull(k" in plan and "(k#" in plan and "= 3)" in plan
@@ -126,11 +138,17 @@ def test_partition_filter_prunes_files_in_the_native_plan(spark, table_path):
 
 
 def test_each_write_is_one_commit_with_per_file_stats(spark, table_path):
-    df = spark.range(1000).selectExpr("id", "cast(id % 7 as int) as k", "concat('v', id) as s", "id * 1.5 as x")
+    df = spark.range(1000).selectExpr(
+        "id", "cast(id % 7 as int) as k", "concat('v', id) as s", "id * 1.5 as x"
+    )
     df.repartition(4).write.format("delta").save(table_path)
     log_dir = os.path.join(table_path, "_delta_log")
-    assert sorted(f for f in os.listdir(log_dir) if f.endswith(".json")) == ["00000000000000000000.json"]
-    actions = [json.loads(line) for line in open(os.path.join(log_dir, "00000000000000000000.json"))]
+    assert sorted(f for f in os.listdir(log_dir) if f.endswith(".json")) == [
+        "00000000000000000000.json"
+    ]
+    actions = [
+        json.loads(line) for line in open(os.path.join(log_dir, "00000000000000000000.json"))
+    ]
     adds = [a["add"] for a in actions if "add" in a]
     assert len(adds) == 4
     total = 0
@@ -150,7 +168,9 @@ def test_each_write_is_one_commit_with_per_file_stats(spark, table_path):
 def test_stats_bounds_are_safe_for_timestamps_and_long_strings(spark, table_path):
     ts = dt.datetime(2024, 5, 1, 10, 0, 0, 123456, tzinfo=dt.timezone.utc)
     long = "z" * 40
-    spark.createDataFrame([(ts, long), (ts, "a")], "t timestamp, s string").coalesce(1).write.format("delta").save(table_path)
+    spark.createDataFrame([(ts, long), (ts, "a")], "t timestamp, s string").coalesce(
+        1
+    ).write.format("delta").save(table_path)
     add = next(
         json.loads(line)["add"]
         for line in open(os.path.join(table_path, "_delta_log", "00000000000000000000.json"))
@@ -171,7 +191,9 @@ def test_time_travel_by_version_and_timestamp(spark, table_path):
     spark.range(100, 101).write.format("delta").mode("overwrite").save(table_path)
     read = spark.read.format("delta")
     assert read.load(table_path).count() == 1
-    assert sorted(r.id for r in spark.read.format("delta").option("versionAsOf", 0).load(table_path).collect()) == [0, 1, 2]
+    assert sorted(
+        r.id for r in spark.read.format("delta").option("versionAsOf", 0).load(table_path).collect()
+    ) == [0, 1, 2]
     assert spark.read.format("delta").option("versionAsOf", "1").load(table_path).count() == 5
     history = DeltaTable(table_path).history()
     v1_time = next(h["timestamp"] for h in history if h["version"] == 1)
@@ -194,9 +216,13 @@ def test_overwrite_replaces_and_error_and_ignore_modes(spark, table_path):
 def test_schema_mismatch_is_refused_naming_columns_and_table_unchanged(spark, table_path):
     spark.range(3).selectExpr("id", "'a' as s").write.format("delta").save(table_path)
     with pytest.raises(SchemaMismatchError, match="`extra`.*mergeSchema"):
-        spark.range(3).selectExpr("id", "'a' as s", "1 as extra").write.format("delta").mode("append").save(table_path)
+        spark.range(3).selectExpr("id", "'a' as s", "1 as extra").write.format("delta").mode(
+            "append"
+        ).save(table_path)
     with pytest.raises(SchemaMismatchError, match="`s` is string in the table but int"):
-        spark.range(3).selectExpr("id", "1 as s").write.format("delta").mode("append").save(table_path)
+        spark.range(3).selectExpr("id", "1 as s").write.format("delta").mode("append").save(
+            table_path
+        )
     assert DeltaTable(table_path).version() == 0
     assert spark.read.format("delta").load(table_path).count() == 3
 
@@ -209,13 +235,21 @@ def test_merge_schema_adds_columns_and_missing_columns_read_null(spark, table_pa
     spark.range(4, 5).selectExpr("id").write.format("delta").mode("append").save(table_path)
     back = spark.read.format("delta").load(table_path)
     assert back.columns == ["id", "s", "extra"]
-    assert sorted(tuple(r) for r in back.collect()) == [(0, "a", None), (1, "a", None), (2, "b", 20), (3, "b", 30), (4, None, None)]
+    assert sorted(tuple(r) for r in back.collect()) == [
+        (0, "a", None),
+        (1, "a", None),
+        (2, "b", 20),
+        (3, "b", 30),
+        (4, None, None),
+    ]
 
 
 def test_overwrite_schema_replaces_schema_and_partitioning(spark, table_path):
     spark.range(3).selectExpr("id", "'a' as s").write.format("delta").save(table_path)
     with pytest.raises(SchemaMismatchError):
-        spark.range(3).selectExpr("cast(id as string) as id").write.format("delta").mode("overwrite").save(table_path)
+        spark.range(3).selectExpr("cast(id as string) as id").write.format("delta").mode(
+            "overwrite"
+        ).save(table_path)
     spark.range(3).selectExpr("cast(id as string) as id", "id % 2 as k").write.format("delta").mode(
         "overwrite"
     ).option("overwriteSchema", "true").option("partitionBy", "k").save(table_path)
@@ -225,21 +259,23 @@ def test_overwrite_schema_replaces_schema_and_partitioning(spark, table_path):
 
 
 def test_replace_where_replaces_only_matching_rows(spark, table_path):
-    spark.range(10).selectExpr("id", "id % 3 as k").write.format("delta").option("partitionBy", "k").save(table_path)
+    spark.range(10).selectExpr("id", "id % 3 as k").write.format("delta").option(
+        "partitionBy", "k"
+    ).save(table_path)
     new = spark.createDataFrame([(100, 1), (101, 1)], "id long, k long")
     new.write.format("delta").mode("overwrite").option("replaceWhere", "k = 1").save(table_path)
     rows = sorted((r.id, r.k) for r in spark.read.format("delta").load(table_path).collect())
     assert rows == sorted([(i, i % 3) for i in range(10) if i % 3 != 1] + [(100, 1), (101, 1)])
     # A data-column predicate keeps the other rows of the touched files.
-    spark.createDataFrame([(7, 0)], "id long, k long").write.format("delta").mode("overwrite").option(
-        "replaceWhere", "id >= 6 AND id < 9"
-    ).save(table_path)
+    spark.createDataFrame([(7, 0)], "id long, k long").write.format("delta").mode(
+        "overwrite"
+    ).option("replaceWhere", "id >= 6 AND id < 9").save(table_path)
     ids = sorted(r.id for r in spark.read.format("delta").load(table_path).collect())
     assert ids == [0, 2, 3, 5, 7, 9, 100, 101]
     with pytest.raises(SchemaMismatchError, match="do not match the predicate"):
-        spark.createDataFrame([(5, 2)], "id long, k long").write.format("delta").mode("overwrite").option(
-            "replaceWhere", "k = 1"
-        ).save(table_path)
+        spark.createDataFrame([(5, 2)], "id long, k long").write.format("delta").mode(
+            "overwrite"
+        ).option("replaceWhere", "k = 1").save(table_path)
 
 
 def test_writing_to_a_directory_of_other_files_is_refused(spark, tmp_path):
@@ -305,9 +341,13 @@ def test_user_metadata_and_operation_metrics_in_history(spark, table_path):
 
 def test_txn_app_id_and_version_make_a_write_idempotent(spark, table_path):
     for _ in range(2):
-        spark.range(5).write.format("delta").mode("append").option("txnAppId", "job-1").option("txnVersion", 3).save(table_path)
+        spark.range(5).write.format("delta").mode("append").option("txnAppId", "job-1").option(
+            "txnVersion", 3
+        ).save(table_path)
     assert spark.read.format("delta").load(table_path).count() == 5
-    spark.range(5).write.format("delta").mode("append").option("txnAppId", "job-1").option("txnVersion", 4).save(table_path)
+    spark.range(5).write.format("delta").mode("append").option("txnAppId", "job-1").option(
+        "txnVersion", 4
+    ).save(table_path)
     assert spark.read.format("delta").load(table_path).count() == 10
 
 

@@ -19,13 +19,29 @@ def test_delta_rs_and_polars_read_back_identical_rows(spark, table_path):
         "id long, s string, amount decimal(10,2), day date, ts timestamp, arr array<int>, m map<string,int>, st struct<a:int,b:string>",
     )  # fmt: skip
     df.write.format("delta").option("partitionBy", "day").save(table_path)
-    spark.range(4, 6).selectExpr("id", "'z' as s").write.format("delta").mode("append").save(table_path)
-    ours = spark.read.format("delta").load(table_path).toPandas().sort_values("id").reset_index(drop=True)
+    spark.range(4, 6).selectExpr("id", "'z' as s").write.format("delta").mode("append").save(
+        table_path
+    )
+    ours = (
+        spark.read.format("delta")
+        .load(table_path)
+        .toPandas()
+        .sort_values("id")
+        .reset_index(drop=True)
+    )
 
-    by_rs = DeltaTable(table_path).to_pyarrow_table().to_pandas().sort_values("id").reset_index(drop=True)
+    by_rs = (
+        DeltaTable(table_path)
+        .to_pyarrow_table()
+        .to_pandas()
+        .sort_values("id")
+        .reset_index(drop=True)
+    )
     assert list(by_rs["id"]) == list(ours["id"]) == [1, 2, 3, 4, 5]
     assert list(by_rs["s"].fillna("NULL")) == list(ours["s"].fillna("NULL"))
-    assert [None if v is None else str(v) for v in by_rs["amount"]] == [None if v is None else str(v) for v in ours["amount"]]
+    assert [None if v is None else str(v) for v in by_rs["amount"]] == [
+        None if v is None else str(v) for v in ours["amount"]
+    ]
     assert list(by_rs["day"].astype(str)) == list(ours["day"].astype(str))
 
     by_polars = pl.read_delta(table_path).sort("id")

@@ -14,7 +14,9 @@ from headwater.delta.source import DeltaBatchReader
 
 
 def _write(spark, path):
-    df = spark.range(0, 1000, numPartitions=4).selectExpr("id", "id % 4 as k", "if(id % 10 = 0, null, concat('s', id)) as s")
+    df = spark.range(0, 1000, numPartitions=4).selectExpr(
+        "id", "id % 4 as k", "if(id % 10 = 0, null, concat('s', id)) as s"
+    )
     df.write.format("delta").option("partitionBy", "k").save(path)
     return df
 
@@ -26,7 +28,9 @@ def test_python_path_returns_the_same_rows_as_native(spark, table_path):
     py = python_read(spark, snap)
     assert "BatchScan delta" in py._jdf.queryExecution().executedPlan().toString()
     assert sorted(py.collect()) == sorted(df.collect())
-    assert sorted(py.where("k = 2 AND id > 500").collect()) == sorted(df.where("k = 2 AND id > 500").collect())
+    assert sorted(py.where("k = 2 AND id > 500").collect()) == sorted(
+        df.where("k = 2 AND id > 500").collect()
+    )
 
 
 def test_pushed_filters_skip_partitions_and_files_by_stats(spark, table_path):
@@ -66,7 +70,9 @@ def test_table_with_non_hive_layout_is_read_through_the_python_path(spark, tmp_p
 
     root = tmp_path / "odd"
     os.makedirs(root / "random-prefix")
-    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), root / "random-prefix" / "f.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array([1, 2], pa.int64())}), root / "random-prefix" / "f.parquet"
+    )
     schema = Schema.from_arrow(pa.schema([("id", pa.int64()), ("p", pa.string())]))
     create_table_with_add_actions(
         str(root), schema,

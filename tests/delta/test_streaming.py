@@ -15,7 +15,9 @@ from headwater.errors import OptionError
 
 
 def _append(spark, path, start, end, **kw):
-    writer = spark.range(start, end).selectExpr("id", "id % 3 as k").write.format("delta").mode("append")
+    writer = (
+        spark.range(start, end).selectExpr("id", "id % 3 as k").write.format("delta").mode("append")
+    )
     for k, v in kw.items():
         writer = writer.option(k, v)
     writer.save(path)
@@ -65,7 +67,9 @@ def test_once_trigger_reads_everything_in_one_batch(spark, paths):
     assert len([p for p in q.recentProgress if p["numInputRows"] > 0]) == 1
 
 
-@pytest.mark.parametrize("trigger", [None, {"processingTime": "300 milliseconds"}], ids=["default", "processingTime"])
+@pytest.mark.parametrize(
+    "trigger", [None, {"processingTime": "300 milliseconds"}], ids=["default", "processingTime"]
+)
 def test_continuous_triggers_pick_up_new_appends(spark, paths, trigger):
     src, dst, ckpt = paths
     _append(spark, src, 0, 5)
@@ -96,14 +100,26 @@ def test_complete_mode_replaces_table_each_batch(spark, paths):
     _append(spark, src, 0, 9)
     agg = spark.readStream.format("delta").load(src).groupBy("k").count()
     run = lambda: (  # noqa: E731
-        agg.writeStream.format("delta").outputMode("complete").option("checkpointLocation", ckpt)
-        .trigger(availableNow=True).start(dst).awaitTermination()
+        agg.writeStream.format("delta")
+        .outputMode("complete")
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .start(dst)
+        .awaitTermination()
     )
     run()
-    assert sorted(tuple(r) for r in spark.read.format("delta").load(dst).collect()) == [(0, 3), (1, 3), (2, 3)]
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(dst).collect()) == [
+        (0, 3),
+        (1, 3),
+        (2, 3),
+    ]
     _append(spark, src, 9, 12)
     run()
-    assert sorted(tuple(r) for r in spark.read.format("delta").load(dst).collect()) == [(0, 4), (1, 4), (2, 4)]
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(dst).collect()) == [
+        (0, 4),
+        (1, 4),
+        (2, 4),
+    ]
     ops = [h["operationParameters"].get("mode") for h in DeltaTable(dst).history()]
     assert "Overwrite" in ops
 
@@ -133,7 +149,9 @@ def test_update_commit_fails_stream_naming_version_and_options(spark, paths):
     src, dst, ckpt = paths
     _append(spark, src, 0, 5)
     _stream(spark, src, dst, ckpt, {"availableNow": True}).awaitTermination()
-    spark.range(0, 2).selectExpr("id", "id % 3 as k").write.format("delta").mode("overwrite").save(src)
+    spark.range(0, 2).selectExpr("id", "id % 3 as k").write.format("delta").mode("overwrite").save(
+        src
+    )
     q = _stream(spark, src, dst, ckpt, {"availableNow": True})
     with pytest.raises(StreamingQueryException, match=r"version 1.*skipChangeCommits"):
         q.awaitTermination()
@@ -143,19 +161,33 @@ def test_update_commit_fails_stream_naming_version_and_options(spark, paths):
 def test_skip_change_commits_and_ignore_deletes(spark, paths, tmp_path):
     src, dst, ckpt = paths
     _append(spark, src, 0, 5)
-    spark.range(100, 102).selectExpr("id", "id % 3 as k").write.format("delta").mode("overwrite").save(src)
+    spark.range(100, 102).selectExpr("id", "id % 3 as k").write.format("delta").mode(
+        "overwrite"
+    ).save(src)
     _append(spark, src, 200, 201)
-    _stream(spark, src, dst, ckpt, {"availableNow": True}, startingVersion=0, skipChangeCommits="true").awaitTermination()
+    _stream(
+        spark, src, dst, ckpt, {"availableNow": True}, startingVersion=0, skipChangeCommits="true"
+    ).awaitTermination()
     assert _ids(spark, dst) == [0, 1, 2, 3, 4, 200]
     # ignoreDeletes: a commit that only removes files is passed over.
     src2 = str(tmp_path / "src2")
-    spark.range(0, 6).selectExpr("id", "id % 3 as k").write.format("delta").option("partitionBy", "k").save(src2)
+    spark.range(0, 6).selectExpr("id", "id % 3 as k").write.format("delta").option(
+        "partitionBy", "k"
+    ).save(src2)
     spark.range(0).selectExpr("id", "id % 3 as k").write.format("delta").mode("overwrite").option(
         "replaceWhere", "k = 1"
     ).save(src2)
     _append(spark, src2, 6, 7)
     dst2 = str(tmp_path / "dst2")
-    _stream(spark, src2, dst2, str(tmp_path / "ck2"), {"availableNow": True}, startingVersion=0, ignoreDeletes="true").awaitTermination()
+    _stream(
+        spark,
+        src2,
+        dst2,
+        str(tmp_path / "ck2"),
+        {"availableNow": True},
+        startingVersion=0,
+        ignoreDeletes="true",
+    ).awaitTermination()
     assert _ids(spark, dst2) == list(range(7))  # the k=1 rows were read before their delete
 
 
@@ -166,13 +198,21 @@ def test_merge_schema_in_stream_adds_columns(spark, paths, tmp_path):
     spark.range(5, 7).selectExpr("id", "id % 3 as k", "'new' as extra").write.parquet(input_dir)
     stream = spark.readStream.schema("id long, k long, extra string").parquet(input_dir)
     q = (
-        stream.writeStream.format("delta").option("checkpointLocation", ckpt).option("mergeSchema", "true")
-        .trigger(availableNow=True).start(dst)
+        stream.writeStream.format("delta")
+        .option("checkpointLocation", ckpt)
+        .option("mergeSchema", "true")
+        .trigger(availableNow=True)
+        .start(dst)
     )
     q.awaitTermination()
     back = spark.read.format("delta").load(dst)
     assert back.columns == ["id", "k", "extra"]
-    assert sorted((r.id, r.extra) for r in back.collect()) == [(0, None), (1, None), (5, "new"), (6, "new")]
+    assert sorted((r.id, r.extra) for r in back.collect()) == [
+        (0, None),
+        (1, None),
+        (5, "new"),
+        (6, "new"),
+    ]
 
 
 def test_sink_requires_checkpoint_and_refuses_update_mode(spark, paths):
@@ -181,15 +221,17 @@ def test_sink_requires_checkpoint_and_refuses_update_mode(spark, paths):
     with pytest.raises(OptionError, match="checkpointLocation"):
         spark.readStream.format("delta").load(src).writeStream.format("delta").start(dst)
     with pytest.raises(OptionError, match="'update'"):
-        spark.readStream.format("delta").load(src).writeStream.format("delta").outputMode("update").option(
-            "checkpointLocation", "/tmp/x"
-        ).start(dst)
+        spark.readStream.format("delta").load(src).writeStream.format("delta").outputMode(
+            "update"
+        ).option("checkpointLocation", "/tmp/x").start(dst)
 
 
 def test_unknown_stream_option_is_named(spark, paths):
     src, dst, ckpt = paths
     _append(spark, src, 0, 1)
-    with pytest.raises(Exception, match="(?i)unknown option .maxFilesPerTriger.*Did you mean .maxFilesPerTrigger"):
+    with pytest.raises(
+        Exception, match="(?i)unknown option .maxFilesPerTriger.*Did you mean .maxFilesPerTrigger"
+    ):
         q = _stream(spark, src, dst, ckpt, {"availableNow": True}, maxFilesPerTriger=1)
         q.awaitTermination()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -152,6 +153,7 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     if req.schema_mode == "overwrite" and req.partition_by != snap.partition_columns:
         # Only a replace of the table metadata can change partitioning (delta-rs keeps the
         # table id and writes the removes of every live file in the same commit).
+        props = _properties(req)
         create_table_with_add_actions(
             log_.root,
             schemas.to_delta(target),
@@ -160,9 +162,9 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
             partition_by=req.partition_by,
             configuration=req.configuration or snap.configuration,
             storage_options=log_.storage_options,
-            commit_properties=_properties(req),
+            commit_properties=props,
         )
-        return CommitResult(version=snap.version + 1, schema_changed=True)
+        return CommitResult(version=_committed_version(log_, props), schema_changed=True)
     partition_by = req.partition_by if req.schema_mode == "overwrite" else snap.partition_columns
     actions: list = list(req.adds)
     mode = "append"
@@ -174,16 +176,24 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
                 f"the table moved from version {req.read_version} to {table.version()}"
             )
         actions += req.select_removes(Snapshot(log_.root, table.version(), table))
+    props = _properties(req)
     table.create_write_transaction(
-        actions,
-        mode,
-        schemas.to_delta(target),
-        partition_by=partition_by,
-        commit_properties=_properties(req),
+        actions, mode, schemas.to_delta(target), partition_by=partition_by, commit_properties=props
     )
-    return CommitResult(version=table.version(), schema_changed=schema_changed)
+    return CommitResult(version=_committed_version(log_, props), schema_changed=schema_changed)
+
+
+def _committed_version(log_: DeltaLog, props: CommitProperties) -> int | None:
+    """The version our commit landed at (found by its commit id; others may follow it)."""
+    marker = props.custom_metadata["headwaterCommitId"]
+    table = DeltaTable(log_.root, storage_options=log_.storage_options)
+    for entry in table.history(limit=50):
+        if entry.get("headwaterCommitId") == marker:
+            return int(entry["version"])
+    return table.version()
 
 
 def _properties(req: CommitRequest) -> CommitProperties:
     txns = [Transaction(req.txn[0], req.txn[1])] if req.txn is not None else None
-    return CommitProperties(custom_metadata=req.metadata or None, app_transactions=txns)
+    metadata = {**req.metadata, "headwaterCommitId": uuid.uuid4().hex}
+    return CommitProperties(custom_metadata=metadata, app_transactions=txns)

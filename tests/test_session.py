@@ -1,0 +1,46 @@
+"""The ready session: defaults, install() on a user's session, executors in other processes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.conftest import run_python
+
+
+def test_session_defaults(spark):
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+    assert int(spark.conf.get("spark.sql.shuffle.partitions")) <= 8
+
+
+def test_install_is_idempotent(spark):
+    import headwater
+
+    assert headwater.install(spark) is spark
+    assert headwater.install(spark) is spark
+
+
+@pytest.mark.slow
+def test_local_cluster_executors_in_other_processes_read_and_write(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import os, headwater
+        spark = headwater.session(master="local-cluster[2,1,1024]", warehouse={str(tmp_path / "wh")!r})
+        pids = spark.sparkContext.parallelize(range(4), 4).map(lambda _: os.getpid()).distinct().collect()
+        assert os.getpid() not in pids, pids
+        p = {str(tmp_path / "t")!r}
+        spark.range(1000).selectExpr("id", "id % 4 as k").write.format("delta").option("partitionBy", "k").save(p)
+        from headwater.delta.read import python_read
+        from headwater.delta.log import DeltaLog
+        assert python_read(spark, DeltaLog(p).snapshot()).count() == 1000
+        src = spark.readStream.format("delta").load(p)
+        src.writeStream.format("delta").option("checkpointLocation", p + "_ck").trigger(availableNow=True).start(p + "_out").awaitTermination()
+        spark.read.format("delta").load(p + "_out").write.saveAsTable("lc.t")
+        print("ROWS", spark.sql("SELECT count(*) FROM lc.t").first()[0])
+        """
+    )
+    out = run_python(code, timeout=400).stdout
+    assert "ROWS 1000" in out
