@@ -88,6 +88,11 @@ ROWS = [
 ]  # fmt: skip
 
 
+def _log_actions(table_path, version):
+    with open(os.path.join(table_path, "_delta_log", f"{version:020d}.json")) as f:
+        return [json.loads(line) for line in f]
+
+
 def _sorted(rows):
     """Rows as comparable text (NaN != NaN as floats, equal as text)."""
     return sorted(json.dumps(r.asDict(recursive=True), default=repr, sort_keys=True) for r in rows)
@@ -146,9 +151,7 @@ def test_each_write_is_one_commit_with_per_file_stats(spark, table_path):
     assert sorted(f for f in os.listdir(log_dir) if f.endswith(".json")) == [
         "00000000000000000000.json"
     ]
-    actions = [
-        json.loads(line) for line in open(os.path.join(log_dir, "00000000000000000000.json"))
-    ]
+    actions = _log_actions(table_path, 0)
     adds = [a["add"] for a in actions if "add" in a]
     assert len(adds) == 4
     total = 0
@@ -171,11 +174,7 @@ def test_stats_bounds_are_safe_for_timestamps_and_long_strings(spark, table_path
     spark.createDataFrame([(ts, long), (ts, "a")], "t timestamp, s string").coalesce(
         1
     ).write.format("delta").save(table_path)
-    add = next(
-        json.loads(line)["add"]
-        for line in open(os.path.join(table_path, "_delta_log", "00000000000000000000.json"))
-        if '"add"' in line
-    )
+    add = next(a["add"] for a in _log_actions(table_path, 0) if "add" in a)
     stats = json.loads(add["stats"])
     assert stats["minValues"]["t"] == "2024-05-01T10:00:00.123Z"
     assert stats["maxValues"]["t"] == "2024-05-01T10:00:00.124Z"
@@ -307,7 +306,8 @@ def test_missing_table_and_corrupt_log_give_named_errors(spark, tmp_path):
         spark.read.format("delta").load(path).collect()
     bad = str(tmp_path / "bad")
     os.makedirs(os.path.join(bad, "_delta_log"))
-    open(os.path.join(bad, "_delta_log", "00000000000000000000.json"), "w").write("{not json")
+    with open(os.path.join(bad, "_delta_log", "00000000000000000000.json"), "w") as f:
+        f.write("{not json")
     with pytest.raises(CorruptLogError):
         spark.range(1).write.format("delta").mode("append").save(bad)
 

@@ -59,6 +59,7 @@ class CommitRequest:
     txn: tuple[str, int] | None = None
     metadata: dict = field(default_factory=dict)
     configuration: dict[str, str] | None = None
+    base: DeltaTable | None = None  # the table as the write read it (saves a reload)
 
 
 @dataclass
@@ -73,7 +74,8 @@ def commit(log_: DeltaLog, req: CommitRequest) -> CommitResult:
     for attempt in range(MAX_ATTEMPTS):
         if attempt:
             time.sleep(min(0.05 * 2**attempt, 1.0))
-        if not log_.exists():
+        table = req.base if attempt == 0 and req.base is not None else None
+        if table is None and not log_.exists():
             log_.check_log_not_corrupt()
             try:
                 return _create(log_, req)
@@ -82,7 +84,8 @@ def commit(log_: DeltaLog, req: CommitRequest) -> CommitResult:
                     raise
                 last_error = e  # somebody created it first: commit into theirs
                 continue
-        table = DeltaTable(log_.root, storage_options=log_.storage_options)
+        if table is None:
+            table = DeltaTable(log_.root, storage_options=log_.storage_options)
         if req.txn is not None:
             done = table.transaction_version(req.txn[0])
             if done is not None and done >= req.txn[1]:
@@ -180,17 +183,22 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     table.create_write_transaction(
         actions, mode, schemas.to_delta(target), partition_by=partition_by, commit_properties=props
     )
-    return CommitResult(version=_committed_version(log_, props), schema_changed=schema_changed)
+    return CommitResult(version=_committed_version(log_, props, table), schema_changed=schema_changed)
 
 
-def _committed_version(log_: DeltaLog, props: CommitProperties) -> int | None:
-    """The version our commit landed at (found by its commit id; others may follow it)."""
+def _committed_version(log_: DeltaLog, props: CommitProperties, table: DeltaTable | None = None) -> int | None:
+    """The version our commit landed at, found by its commit id (others may follow it)."""
     marker = props.custom_metadata["headwaterCommitId"]
-    table = DeltaTable(log_.root, storage_options=log_.storage_options)
-    for entry in table.history(limit=50):
-        if entry.get("headwaterCommitId") == marker:
-            return int(entry["version"])
-    return table.version()
+    if table is None:
+        table = DeltaTable(log_.root, storage_options=log_.storage_options)
+    else:
+        table.update_incremental()
+    latest = table.version()
+    for version in range(latest, max(latest - 50, -1), -1):
+        info = next((a["commitInfo"] for a in log_.commit_actions(version) if "commitInfo" in a), {})
+        if info.get("headwaterCommitId") == marker:
+            return version
+    return latest
 
 
 def _properties(req: CommitRequest) -> CommitProperties:

@@ -29,7 +29,7 @@ from headwater.delta.log import DeltaLog, Snapshot
 from headwater.delta.options import WriteOptions
 from headwater.delta.partitions import parse_partition_dir
 from headwater.delta.stats import file_stats
-from headwater.errors import SchemaMismatchError, TableAlreadyExistsError
+from headwater.errors import SchemaMismatchError, TableAlreadyExistsError, TableNotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,11 @@ def write_dataframe(
     opts = WriteOptions.parse(options or {})
     mode = _normalize_mode(mode)
     dlog = DeltaLog(path)
-    exists = dlog.require_table_or_empty()
+    try:
+        snapshot: Snapshot | None = dlog.snapshot()
+    except TableNotFoundError:
+        snapshot = None  # a new table (a non-Delta directory was refused above)
+    exists = snapshot is not None
     if exists and mode == "error":
         raise TableAlreadyExistsError(
             f"A Delta table already exists at {dlog.root}; use mode('append') or mode('overwrite')."
@@ -76,15 +80,14 @@ def write_dataframe(
     if txn is None and opts.txn_app_id is not None:
         txn = (opts.txn_app_id, opts.txn_version)
 
-    snapshot = dlog.snapshot() if exists else None
     if txn is not None and snapshot is not None:
         done = snapshot.table.transaction_version(txn[0])
         if done is not None and done >= txn[1]:
             return WriteResult(version=None)
 
     data_schema = schemas.as_nullable(df.schema)
-    schemas.check_writable(data_schema, partition_by)
     if snapshot is None or opts.overwrite_schema:
+        schemas.check_writable(data_schema, partition_by)
         target = data_schema
         table_partitions = partition_by
         out = df
@@ -124,6 +127,7 @@ def write_dataframe(
         txn=txn,
         metadata=_commit_metadata(opts, adds, nrows, nbytes, request_mode),
         configuration=configuration,
+        base=snapshot.table if snapshot is not None else None,
     )
     result: CommitResult = commit(dlog, request)
     return WriteResult(
