@@ -44,6 +44,16 @@ def is_nonempty_dir(path: str) -> bool:
     return bool(fs.get_file_info(pafs.FileSelector(p, recursive=False)))
 
 
+def is_dir(path: str) -> bool:
+    fs, p = filesystem(path)
+    return fs.get_file_info(p).type == pafs.FileType.Directory
+
+
+def make_dir(path: str) -> None:
+    fs, p = filesystem(path)
+    fs.create_dir(p, recursive=True)
+
+
 def list_files(path: str, recursive: bool = True) -> list[pafs.FileInfo]:
     fs, p = filesystem(path)
     if fs.get_file_info(p).type == pafs.FileType.NotFound:

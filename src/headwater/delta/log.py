@@ -141,11 +141,14 @@ class DeltaLog:
         if self.exists():
             return True
         self.check_log_not_corrupt()
+        if storage.is_dir(self.log_dir):
+            return False  # claimed by a Delta writer that has not committed yet
         if storage.is_nonempty_dir(self.root):
+            base = storage.filesystem(self.root)[1].rstrip("/")
             visible = [
                 f.path
                 for f in storage.list_files(self.root)
-                if not any(part.startswith(("_", ".")) for part in f.path.split("/")[-1:])
+                if not any(part.startswith(("_", ".")) for part in f.path[len(base) :].split("/") if part)
             ]
             if visible:
                 raise NotADeltaTableError(
@@ -154,6 +157,14 @@ class DeltaLog:
                     "convert the files to Delta first."
                 )
         return False
+
+    def claim(self) -> None:
+        """Mark the location as a Delta table in the making (before its first commit).
+
+        A crash between writing the first files and committing them must not turn the
+        path into "a directory of foreign files" that the next attempt refuses.
+        """
+        storage.make_dir(self.log_dir)
 
     def check_log_not_corrupt(self) -> None:
         """A ``_delta_log`` with files but no readable commit is corrupt, not absent."""

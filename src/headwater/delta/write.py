@@ -108,6 +108,8 @@ def write_dataframe(
         out, replace_removes = _replace_where(df.sparkSession, out, snapshot, opts.replace_where)
 
     part_cols = _resolve_names(target, table_partitions)
+    if snapshot is None:
+        dlog.claim()
     adds, nrows, nbytes = _write_files(out, dlog.root, part_cols, target, opts)
 
     if replace_removes is not None:
