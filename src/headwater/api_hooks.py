@@ -289,6 +289,21 @@ def _stream_reader_table(orig):
     return table
 
 
+def _stream_reader_load(orig):
+    def load(self, path=None, format=None, schema=None, **options):
+        state = _state(self)
+        if (format or state["format"] or "").lower() == "cloudfiles" and (
+            schema is not None or state.get("schema") is not None
+        ):
+            # The source cannot tell a given schema from its own inference; say so.
+            from headwater.autoloader.source import USER_SCHEMA_OPTION
+
+            original("DataStreamReader.option")(self, USER_SCHEMA_OPTION, "true")
+        return orig(self, path, format, schema, **options)
+
+    return load
+
+
 def _start_delta(writer, path: str, output_mode, partition_by, query_name, options, on_commit=None):
     from headwater.delta.sink import DeltaStreamSink
 
@@ -370,6 +385,7 @@ def install_hooks() -> None:
     _patch(DataFrameWriter, "save", _writer_save)
     _patch(DataFrameWriter, "saveAsTable", _writer_save_as_table)
     _patch(DataStreamReader, "table", _stream_reader_table)
+    _patch(DataStreamReader, "load", _stream_reader_load)
     _patch(DataStreamWriter, "start", _stream_writer_start)
     _patch(DataStreamWriter, "toTable", _stream_writer_to_table)
     if not hasattr(DataStreamWriter, "table"):

@@ -12,12 +12,11 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run the end-to-end demo on embedded defaults")
     demo.add_argument("--output", default="demo-output", help="where tables and checkpoints go")
     demo.add_argument("--master", default=None, help="Spark master (default local[*])")
-    demo.add_argument("--batches", type=int, default=3, help="batches of rows to land")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from headwater.demo import run
 
-        run(args.output, args.master, args.batches)
+        run(args.output, args.master)
     return 0
 
 

@@ -76,6 +76,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     catalog rooted at ``warehouse`` (default: the session's ``spark.sql.warehouse.dir``).
     """
     from headwater import api_hooks
+    from headwater.autoloader.source import CloudFilesDataSource
     from headwater.catalog import Catalog
     from headwater.delta.source import DeltaDataSource
 
@@ -83,6 +84,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
     spark.dataSource.register(DeltaDataSource)
+    spark.dataSource.register(CloudFilesDataSource)
     api_hooks.install_hooks()
     root = warehouse or spark.conf.get("spark.sql.warehouse.dir")
     Catalog.attach(spark, str(root).removeprefix("file:"))

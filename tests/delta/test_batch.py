@@ -360,7 +360,9 @@ def test_a_first_write_killed_before_its_commit_does_not_block_the_next(spark, t
     # What a SIGKILL between "files written" and "first commit" leaves behind.
     os.makedirs(os.path.join(table_path, "_delta_log"))
     os.makedirs(os.path.join(table_path, "_headwater_staging", "x", "_temporary"))
-    with open(os.path.join(table_path, "_headwater_staging", "x", "_temporary", "part-0.parquet"), "w") as f:
+    with open(
+        os.path.join(table_path, "_headwater_staging", "x", "_temporary", "part-0.parquet"), "w"
+    ) as f:
         f.write("partial")
     spark.range(3).write.format("delta").mode("append").save(table_path)
     assert sorted(r.id for r in spark.read.format("delta").load(table_path).collect()) == [0, 1, 2]

@@ -183,10 +183,14 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     table.create_write_transaction(
         actions, mode, schemas.to_delta(target), partition_by=partition_by, commit_properties=props
     )
-    return CommitResult(version=_committed_version(log_, props, table), schema_changed=schema_changed)
+    return CommitResult(
+        version=_committed_version(log_, props, table), schema_changed=schema_changed
+    )
 
 
-def _committed_version(log_: DeltaLog, props: CommitProperties, table: DeltaTable | None = None) -> int | None:
+def _committed_version(
+    log_: DeltaLog, props: CommitProperties, table: DeltaTable | None = None
+) -> int | None:
     """The version our commit landed at, found by its commit id (others may follow it)."""
     marker = props.custom_metadata["headwaterCommitId"]
     if table is None:
@@ -195,7 +199,9 @@ def _committed_version(log_: DeltaLog, props: CommitProperties, table: DeltaTabl
         table.update_incremental()
     latest = table.version()
     for version in range(latest, max(latest - 50, -1), -1):
-        info = next((a["commitInfo"] for a in log_.commit_actions(version) if "commitInfo" in a), {})
+        info = next(
+            (a["commitInfo"] for a in log_.commit_actions(version) if "commitInfo" in a), {}
+        )
         if info.get("headwaterCommitId") == marker:
             return version
     return latest

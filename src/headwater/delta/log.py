@@ -148,7 +148,9 @@ class DeltaLog:
             visible = [
                 f.path
                 for f in storage.list_files(self.root)
-                if not any(part.startswith(("_", ".")) for part in f.path[len(base) :].split("/") if part)
+                if not any(
+                    part.startswith(("_", ".")) for part in f.path[len(base) :].split("/") if part
+                )
             ]
             if visible:
                 raise NotADeltaTableError(

@@ -1,0 +1,70 @@
+"""Auto Loader: the ``cloudFiles`` streaming source, its file state and schema handling."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger(__name__)
+
+__all__ = ["cloud_files_state", "run_with_schema_evolution"]
+
+
+def cloud_files_state(location: str, spark: SparkSession | None = None):
+    """The files a stream discovered: ``path, size, modification_time, discovery_time,
+    commit_time, archive_time`` (times as timestamps; null until it happened).
+
+    ``location`` is the stream's ``cloudFiles.schemaLocation`` (often the checkpoint).
+    Returns a Spark DataFrame (on the active session, or ``spark``).
+    """
+    import datetime as dt
+
+    from headwater.autoloader.state import STATE_DIR, FileState
+
+    if not os.path.isdir(os.path.join(location, STATE_DIR)):
+        raise FileNotFoundError(
+            f"No Auto Loader file state in {location}: pass the stream's cloudFiles.schemaLocation."
+        )
+    state = FileState(location)
+    try:
+        rows = state.rows()
+    finally:
+        state.close()
+
+    def ts(ms):
+        return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+
+    data = [(p, s, ts(m), ts(d), ts(c), ts(a)) for p, s, m, d, c, a in rows]
+    session = spark or SparkSession.getActiveSession()
+    schema = (
+        "path string, size long, modification_time timestamp, discovery_time timestamp, "
+        "commit_time timestamp, archive_time timestamp"
+    )
+    return session.createDataFrame(data, schema)
+
+
+def run_with_schema_evolution(
+    start: Callable[[], StreamingQuery], max_restarts: int = 10
+) -> StreamingQuery:
+    """Run ``start()`` to completion, restarting it when Auto Loader stops for new columns.
+
+    ``start`` builds and starts the whole query (so each restart sees the evolved schema);
+    with ``trigger(availableNow=True)`` this returns when all files are processed. Any other
+    failure is raised at once.
+    """
+    from pyspark.errors import StreamingQueryException
+
+    for attempt in range(max_restarts + 1):
+        query = start()
+        try:
+            query.awaitTermination()
+            return query
+        except StreamingQueryException as e:
+            if "UNKNOWN_FIELD_EXCEPTION" not in str(e) or attempt == max_restarts:
+                raise
+            log.warning("schema changed; restarting the stream (%d/%d)", attempt + 1, max_restarts)
+    raise AssertionError("unreachable")

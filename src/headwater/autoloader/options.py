@@ -1,0 +1,197 @@
+"""The options of the ``cloudFiles`` source, parsed once and validated by name.
+
+``cloudFiles.validateOptions`` (default true) makes an unknown or inconsistent option an
+error that names it, because a misspelt option silently ignored is a stream that does the
+wrong thing for months.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from headwater.delta.options import as_bool, as_bytes, as_int, split_columns
+from headwater.errors import OptionError
+
+FORMATS = ("json", "csv", "parquet", "text")
+PLANNED_FORMATS = ("avro", "orc", "binaryfile", "xml")
+EVOLUTION_MODES = ("addnewcolumns", "rescue", "failonnewcolumns", "none")
+
+CLOUD_OPTIONS = {
+    "cloudfiles.format", "cloudfiles.schemalocation", "cloudfiles.infercolumntypes",
+    "cloudfiles.schemahints", "cloudfiles.schemaevolutionmode", "cloudfiles.includeexistingfiles",
+    "cloudfiles.allowoverwrites", "cloudfiles.maxfilespertrigger", "cloudfiles.maxbytespertrigger",
+    "cloudfiles.partitioncolumns", "cloudfiles.maxfileage", "cloudfiles.cleansource",
+    "cloudfiles.cleansource.retentionduration", "cloudfiles.cleansource.movedestination",
+    "cloudfiles.validateoptions", "cloudfiles.useNotifications".lower(), "cloudfiles.backfillinterval",
+}  # fmt: skip
+GENERIC_OPTIONS = {
+    "pathglobfilter", "recursivefilelookup", "modifiedafter", "modifiedbefore",
+    "ignorecorruptfiles", "ignoremissingfiles", "rescueddatacolumn", "path",
+}  # fmt: skip
+FORMAT_OPTIONS = {
+    "json": {"multiline", "encoding", "primitivesasstring", "allowcomments", "dateformat",
+             "timestampformat", "columnnameofcorruptrecord", "mode", "charset", "linesep"},
+    "csv": {"header", "sep", "delimiter", "quote", "escape", "multiline", "encoding", "charset",
+            "nullvalue", "emptyvalue", "dateformat", "timestampformat", "comment", "mode",
+            "ignoreleadingwhitespace", "ignoretrailingwhitespace", "columnnameofcorruptrecord",
+            "inferschema", "linesep", "enforceschema"},
+    "parquet": {"mergeschema", "datetimerebasemode", "int96rebasemode"},
+    "text": {"wholetext", "linesep", "encoding"},
+}  # fmt: skip
+
+_DURATION = re.compile(
+    r"^\s*(\d+)\s*(ms|milliseconds?|s|seconds?|m|minutes?|h|hours?|d|days?|w|weeks?)\s*$", re.I
+)
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+
+
+def duration_ms(text: str | None, name: str) -> int | None:
+    """``"30 days"``, ``"1h"``, ``"500 ms"`` as milliseconds."""
+    if text is None:
+        return None
+    m = _DURATION.match(str(text))
+    if not m:
+        raise OptionError(
+            f"Option '{name}' must be a duration such as '30 days' or '12 hours', not '{text}'."
+        )
+    unit = m.group(2).lower()
+    key = "ms" if unit.startswith("milli") or unit == "ms" else unit[0]
+    return int(m.group(1)) * _UNIT_MS[key]
+
+
+@dataclass
+class CloudFilesOptions:
+    format: str
+    schema_location: str | None
+    infer_column_types: bool = False
+    schema_hints: str | None = None
+    evolution_mode: str = "addnewcolumns"
+    include_existing: bool = True
+    allow_overwrites: bool = False
+    max_files: int | None = 1000
+    max_bytes: int | None = None
+    partition_columns: list[str] | None = None  # None: infer from k=v directories
+    max_file_age_ms: int | None = None
+    clean_source: str = "off"
+    clean_retention_ms: int = 30 * 86_400_000
+    move_destination: str | None = None
+    glob: str | None = None
+    recursive: bool = False
+    modified_after: str | None = None
+    modified_before: str | None = None
+    ignore_corrupt: bool = False
+    ignore_missing: bool = False
+    rescue_column: str | None = None
+    rescue_column_given: bool = False
+    format_options: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], user_schema: bool) -> CloudFilesOptions:
+        o = {str(k).lower(): v for k, v in options.items() if v is not None}
+        fmt = str(o.get("cloudfiles.format", "")).lower()
+        if not fmt:
+            raise OptionError("Option 'cloudFiles.format' is required (json, csv, parquet, text).")
+        if fmt in PLANNED_FORMATS:
+            raise OptionError(
+                f"cloudFiles.format '{fmt}' is not supported yet; use json, csv, parquet or text."
+            )
+        if fmt not in FORMATS:
+            raise OptionError(
+                f"Unknown cloudFiles.format '{fmt}'; use one of {', '.join(FORMATS)}."
+            )
+        if as_bool(o.get("cloudfiles.validateoptions"), "cloudFiles.validateOptions", True):
+            _validate_names(o, fmt)
+        mode = str(
+            o.get("cloudfiles.schemaevolutionmode", "none" if user_schema else "addNewColumns")
+        ).lower()
+        if mode not in EVOLUTION_MODES:
+            raise OptionError(
+                f"Option 'cloudFiles.schemaEvolutionMode' must be one of addNewColumns, rescue, "
+                f"failOnNewColumns, none; not '{o['cloudfiles.schemaevolutionmode']}'."
+            )
+        if user_schema and mode == "addnewcolumns":
+            raise OptionError(
+                "cloudFiles.schemaEvolutionMode 'addNewColumns' cannot be used with a schema given "
+                "by .schema(); use rescue or none, or drop .schema() and let Auto Loader infer it."
+            )
+        location = o.get("cloudfiles.schemalocation")
+        if not location:
+            raise OptionError(
+                "Option 'cloudFiles.schemaLocation' is required: it holds the inferred schema and "
+                "the stream's file-discovery state. It may be the same directory as the checkpoint."
+            )
+        clean = str(o.get("cloudfiles.cleansource", "off")).lower()
+        if clean not in ("off", "delete", "move"):
+            raise OptionError(
+                f"Option 'cloudFiles.cleanSource' must be OFF, DELETE or MOVE, not '{clean}'."
+            )
+        move_dest = o.get("cloudfiles.cleansource.movedestination")
+        if clean == "move" and not move_dest:
+            raise OptionError(
+                "cloudFiles.cleanSource=MOVE needs 'cloudFiles.cleanSource.moveDestination'."
+            )
+        rescue_given = "rescueddatacolumn" in o
+        rescue = (
+            o.get("rescueddatacolumn")
+            if rescue_given
+            else (None if user_schema else "_rescued_data")
+        )
+        parts = o.get("cloudfiles.partitioncolumns")
+        fmt_opts = {k: str(v) for k, v in o.items() if k in FORMAT_OPTIONS.get(fmt, set())}
+        return cls(
+            format=fmt,
+            schema_location=location,
+            infer_column_types=as_bool(
+                o.get("cloudfiles.infercolumntypes"), "cloudFiles.inferColumnTypes"
+            ),
+            schema_hints=o.get("cloudfiles.schemahints"),
+            evolution_mode=mode,
+            include_existing=as_bool(
+                o.get("cloudfiles.includeexistingfiles"), "cloudFiles.includeExistingFiles", True
+            ),
+            allow_overwrites=as_bool(
+                o.get("cloudfiles.allowoverwrites"), "cloudFiles.allowOverwrites"
+            ),
+            max_files=as_int(
+                o.get("cloudfiles.maxfilespertrigger"), "cloudFiles.maxFilesPerTrigger", 1000
+            ),
+            max_bytes=as_bytes(
+                o.get("cloudfiles.maxbytespertrigger"), "cloudFiles.maxBytesPerTrigger"
+            ),
+            partition_columns=None if parts is None else split_columns(parts),
+            max_file_age_ms=duration_ms(o.get("cloudfiles.maxfileage"), "cloudFiles.maxFileAge"),
+            clean_source=clean,
+            clean_retention_ms=duration_ms(
+                o.get("cloudfiles.cleansource.retentionduration", "30 days"),
+                "cloudFiles.cleanSource.retentionDuration",
+            ),
+            move_destination=move_dest,
+            glob=o.get("pathglobfilter"),
+            recursive=as_bool(o.get("recursivefilelookup"), "recursiveFileLookup"),
+            modified_after=o.get("modifiedafter"),
+            modified_before=o.get("modifiedbefore"),
+            ignore_corrupt=as_bool(o.get("ignorecorruptfiles"), "ignoreCorruptFiles"),
+            ignore_missing=as_bool(o.get("ignoremissingfiles"), "ignoreMissingFiles"),
+            rescue_column=rescue or None,
+            rescue_column_given=rescue_given,
+            format_options=fmt_opts,
+        )
+
+
+def _validate_names(options: dict[str, str], fmt: str) -> None:
+    known = CLOUD_OPTIONS | GENERIC_OPTIONS | FORMAT_OPTIONS.get(fmt, set())
+    every = CLOUD_OPTIONS | GENERIC_OPTIONS | set().union(*FORMAT_OPTIONS.values())
+    for key in options:
+        if key in known:
+            continue
+        if key in every:
+            raise OptionError(f"Option '{key}' does not apply to cloudFiles.format '{fmt}'.")
+        hint = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+        raise OptionError(
+            f"Unknown option '{key}' for the cloudFiles source."
+            + (f" Did you mean '{hint[0]}'?" if hint else "")
+            + " Set cloudFiles.validateOptions=false to pass it through unchecked."
+        )

@@ -1,0 +1,360 @@
+"""The ``cloudFiles`` streaming source (Auto Loader).
+
+Driver (the stream reader, one long-lived process): discovery into the durable file state,
+admission control, offsets ``{"seq": n, "state": id}`` that index the discovery log.
+Executors: each task parses its files into Arrow batches (:mod:`.readers`), rescuing what
+does not fit, and adds partition values from ``k=v`` paths. A file whose new columns the
+schema lacks stops the query in ``addNewColumns`` mode after recording the widened schema,
+so the next start reads them (see :func:`headwater.autoloader.run_with_schema_evolution`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StringType, StructField, StructType
+
+from headwater import storage
+from headwater.autoloader import readers
+from headwater.autoloader.discovery import list_source, partition_values
+from headwater.autoloader.options import CloudFilesOptions
+from headwater.autoloader.schema import (
+    SchemaInferenceError,
+    SchemaStore,
+    apply_hints,
+    infer,
+    infer_file,
+    merge,
+    sample,
+)
+from headwater.autoloader.state import FileState
+from headwater.delta.scan import arrow_schema
+from headwater.errors import HeadwaterError, OptionError
+
+log = logging.getLogger(__name__)
+
+USER_SCHEMA_OPTION = "headwater.userschema"  # set by the DataStreamReader hook
+TARGET_PARTITION_BYTES = 64 * 1024 * 1024
+MAX_FILES_PER_PARTITION = 256
+
+
+class UnknownFieldsError(HeadwaterError):
+    """New columns arrived; the stream stops so the next start reads them."""
+
+
+class CorruptSourceFileError(HeadwaterError):
+    """A source file could not be read and ``ignoreCorruptFiles`` is off."""
+
+
+@dataclass(frozen=True)
+class ResolvedSchema:
+    data: StructType  # columns parsed from file contents
+    partitions: list[str]
+    rescue: str | None
+    given: StructType | None = None  # a user's schema is the output schema, as is
+
+    @property
+    def full(self) -> StructType:
+        if self.given is not None:
+            return self.given
+        fields = list(self.data.fields)
+        names = {f.name.lower() for f in fields}
+        fields += [
+            StructField(p, StringType(), True) for p in self.partitions if p.lower() not in names
+        ]
+        if self.rescue:
+            fields.append(StructField(self.rescue, StringType(), True))
+        return StructType(fields)
+
+
+def resolve_schema(
+    path: str, opts: CloudFilesOptions, user_schema: StructType | None = None
+) -> ResolvedSchema:
+    """The schema of a stream: given, stored, or inferred now (and stored)."""
+    store = SchemaStore(opts.schema_location)
+    if user_schema is not None:
+        rescue = opts.rescue_column
+        if rescue is None and any(f.name == "_rescued_data" for f in user_schema):
+            rescue = "_rescued_data"
+        names = {f.name for f in user_schema}
+        parts = [p for p in (opts.partition_columns or []) if p in names]
+        data = StructType([f for f in user_schema if f.name != rescue and f.name not in parts])
+        return ResolvedSchema(data, parts, rescue, given=user_schema)
+    latest = store.latest()
+    if latest is not None:
+        _, data, parts = latest
+    else:
+        files = list(list_source(path, opts, now_ms=int(time.time() * 1000)))
+        if not files and not opts.schema_hints:
+            raise SchemaInferenceError(
+                f"No files in {path} to infer a schema from. Give the schema with .schema(...) or "
+                "cloudFiles.schemaHints, or start the stream once files have landed."
+            )
+        data, parts = infer(sample(files), opts, path)
+        data = apply_hints(data, opts.schema_hints)
+        store.write(data, parts, "initial inference")
+    # Hints apply to data columns; partition columns are strings from the paths.
+    data = apply_hints(data, opts.schema_hints)
+    return ResolvedSchema(data, parts, opts.rescue_column)
+
+
+class CloudFilesDataSource(DataSource):
+    """``spark.readStream.format("cloudFiles").option("cloudFiles.format", ...).load(path)``"""
+
+    @classmethod
+    def name(cls) -> str:
+        return "cloudFiles"
+
+    def _path(self) -> str:
+        path = self.options.get("path")
+        if not path:
+            raise OptionError("The cloudFiles source needs a directory: .load('/path/to/landing').")
+        return storage.normalize(path)
+
+    def _options(self, user_schema: bool) -> CloudFilesOptions:
+        opts = {k: v for k, v in self.options.items() if k.lower() != USER_SCHEMA_OPTION}
+        return CloudFilesOptions.parse(opts, user_schema=user_schema)
+
+    def schema(self) -> StructType:
+        return resolve_schema(self._path(), self._options(False)).full
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        user = str(self.options.get(USER_SCHEMA_OPTION, "false")).lower() == "true"
+        opts = self._options(user)
+        resolved = resolve_schema(self._path(), opts, schema if user else None)
+        return CloudFilesStreamReader(self._path(), opts, resolved)
+
+
+class FilesPartition(InputPartition):
+    def __init__(self, files: list[tuple[str, int]]) -> None:
+        super().__init__(files)
+        self.files = files
+
+
+class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, path: str, opts: CloudFilesOptions, schema: ResolvedSchema) -> None:
+        self.path = path
+        self.opts = opts
+        self.resolved = schema
+        self.target: int | None = None
+        self._state: FileState | None = None
+
+    @property
+    def state(self) -> FileState:
+        if self._state is None:
+            self._state = FileState(self.opts.schema_location)
+        return self._state
+
+    def __getstate__(self):  # executors get a copy without the SQLite connection
+        d = dict(self.__dict__)
+        d["_state"] = None
+        return d
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def _offset(self, seq: int) -> dict:
+        return {"seq": seq, "state": self.state.state_id}
+
+    def _seq(self, offset: dict) -> int:
+        if offset.get("state") not in (None, self.state.state_id):
+            raise HeadwaterError(
+                f"The checkpoint refers to file state {offset.get('state')}, but "
+                f"{self.state.dir} holds state {self.state.state_id}: the schema location was "
+                "replaced. Use a new checkpoint, or restore the schema location."
+            )
+        return int(offset["seq"])
+
+    def discover(self) -> int:
+        now = int(time.time() * 1000)
+        listed = ((f.path, f.size, f.mtime_ms) for f in list_source(self.path, self.opts, now))
+        added = self.state.record(listed, self.opts.allow_overwrites)
+        if added:
+            log.info("cloudFiles %s: discovered %d new file(s)", self.path, added)
+        return added
+
+    def initialOffset(self) -> dict:
+        self.discover()
+        if not self.opts.include_existing:
+            seq = self.state.max_seq()
+            self.state.mark_skipped_upto(seq)
+            return self._offset(seq)
+        return self._offset(0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_bytes is not None and self.opts.max_files == 1000:
+            return ReadMaxBytes(self.opts.max_bytes)
+        return ReadMaxFiles(self.opts.max_files or 1000)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.discover()
+        self.target = self.state.max_seq()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        after = self._seq(start)
+        # Spark asks for the next offset only once the batch ending at ``start`` is in
+        # the sink; its own commit() call for that batch comes later, or never for the last.
+        self._mark_committed(after)
+        if self.target is None:
+            self.discover()
+        unlimited = isinstance(limit, ReadAllAvailable)
+        end = self.state.admit(
+            after,
+            None if unlimited else self.opts.max_files,
+            None if unlimited else self.opts.max_bytes,
+            upto=self.target,
+        )
+        return self._offset(end)
+
+    def reportLatestOffset(self) -> dict:
+        """Shown as ``latestOffset`` in the query progress: the backlog of the stream."""
+        n, size = self.state.outstanding()
+        return {"seq": self.state.max_seq(), "numFilesOutstanding": n, "numBytesOutstanding": size}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        entries = self.state.between(self._seq(start), self._seq(end))
+        parts: list[FilesPartition] = []
+        current: list[tuple[str, int]] = []
+        size = 0
+        for e in entries:
+            if current and (
+                size + e.size > TARGET_PARTITION_BYTES or len(current) >= MAX_FILES_PER_PARTITION
+            ):
+                parts.append(FilesPartition(current))
+                current, size = [], 0
+            current.append((e.path, e.size))
+            size += e.size
+        if current:
+            parts.append(FilesPartition(current))
+        return parts
+
+    def commit(self, end: dict) -> None:
+        self._mark_committed(self._seq(end))
+
+    def _mark_committed(self, seq: int) -> None:
+        self.state.mark_committed(seq)
+        now = int(time.time() * 1000)
+        if self.opts.clean_source != "off":
+            self._clean(now)
+        if self.opts.max_file_age_ms:
+            self.state.forget_older_than(now - self.opts.max_file_age_ms, seq)
+
+    def _clean(self, now: int) -> None:
+        done = []
+        for entry in self.state.to_archive(now - self.opts.clean_retention_ms):
+            try:
+                if self.opts.clean_source == "delete":
+                    storage.delete_file(entry.path)
+                else:
+                    rel = os.path.relpath(entry.path, self.path)
+                    storage.move(
+                        entry.path, storage.join(storage.normalize(self.opts.move_destination), rel)
+                    )
+                done.append(entry.seq)
+            except OSError as e:  # best effort, retried at the next commit
+                log.warning(
+                    "cloudFiles.cleanSource could not %s %s: %s",
+                    self.opts.clean_source,
+                    entry.path,
+                    e,
+                )
+        if done:
+            self.state.mark_archived(done)
+
+    # -- data (executors) ------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        target = arrow_schema(self.resolved.full)
+        detect = self.opts.evolution_mode in ("addnewcolumns", "failonnewcolumns")
+        rescue = self.resolved.rescue
+        for path, _size in partition.files:
+            parts = partition_values(self.path, path) if self.resolved.partitions else {}
+            try:
+                for batch in readers.read_file(
+                    path,
+                    self.opts.format,
+                    self.resolved.data,
+                    self.opts.format_options,
+                    rescue,
+                    detect_new=detect,
+                ):
+                    yield _with_partitions(batch, target, parts, self.resolved)
+            except readers.NewColumnsFound as e:
+                self._on_new_columns(e)
+            except FileNotFoundError as e:
+                if self.opts.ignore_missing:
+                    log.warning(
+                        "cloudFiles: %s disappeared before it was read; skipped (ignoreMissingFiles)",
+                        path,
+                    )
+                    continue
+                raise CorruptSourceFileError(
+                    f"Source file {path} was deleted after it was discovered. Set ignoreMissingFiles=true "
+                    "to skip such files."
+                ) from e
+            except readers.CorruptFileError as e:
+                if self.opts.ignore_corrupt:
+                    log.warning(
+                        "cloudFiles: skipped corrupt file %s (ignoreCorruptFiles): %s", path, e
+                    )
+                    continue
+                raise CorruptSourceFileError(
+                    f"{e}. Set ignoreCorruptFiles=true to skip corrupt files (they stay in the file state)."
+                ) from e
+
+    def _on_new_columns(self, found: readers.NewColumnsFound) -> None:
+        names = ", ".join(found.columns)
+        if self.opts.evolution_mode == "failonnewcolumns":
+            raise UnknownFieldsError(
+                f"[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_FILE] New column(s) {names} in file {found.path}; "
+                "cloudFiles.schemaEvolutionMode is failOnNewColumns. Add them with cloudFiles.schemaHints "
+                "or .schema(), or use addNewColumns or rescue."
+            )
+        store = SchemaStore(self.opts.schema_location)
+        latest = store.latest()
+        current = latest[1] if latest else self.resolved.data
+        parts = latest[2] if latest else self.resolved.partitions
+        file_schema = infer_file(found.path, self.opts)
+        added = StructType(
+            [f for f in file_schema if f.name.lower() in {c.lower() for c in found.columns}]
+        )
+        version = store.write(merge(current, added), parts, f"new columns {names} in {found.path}")
+        raise UnknownFieldsError(
+            f"[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_FILE] Encountered new column(s) {names} in file "
+            f"{found.path}. Auto Loader added them to the schema (version {version} in "
+            f"{store.dir}); restart the stream to read them. "
+            "headwater.autoloader.run_with_schema_evolution() restarts automatically."
+        )
+
+
+def _with_partitions(
+    batch: pa.RecordBatch, target: pa.Schema, parts: dict, resolved: ResolvedSchema
+) -> pa.RecordBatch:
+    n = batch.num_rows
+    arrays = []
+    for field in target:
+        if field.name in batch.schema.names:
+            arrays.append(batch.column(field.name))
+        elif field.name in resolved.partitions:
+            value = parts.get(field.name)
+            column = (
+                pa.array([value] * n, pa.string())
+                if value is not None
+                else pa.nulls(n, pa.string())
+            )
+            arrays.append(column.cast(field.type) if field.type != pa.string() else column)
+        else:
+            arrays.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
