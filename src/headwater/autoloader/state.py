@@ -65,28 +65,29 @@ class FileState:
         """Add newly seen ``(path, size, mtime_ms)`` files; returns how many were new.
 
         Without ``allow_overwrites`` a path is processed once, whatever happens to it later;
-        with it, a path whose size or modification time changed is recorded again.
+        with it, a path whose size or modification time changed is recorded again. The
+        listing is compared with the state inside SQLite (one anti-join), not in Python.
         """
         now = int(time.time() * 1000)
-        added = 0
         cur = self._db.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
-            for path, size, mtime in files:
-                if allow_overwrites:
-                    exists = cur.execute(
-                        "SELECT 1 FROM files WHERE path=? AND modification_time=? AND size=?",
-                        (path, mtime, size),
-                    ).fetchone()
-                else:
-                    exists = cur.execute("SELECT 1 FROM files WHERE path=?", (path,)).fetchone()
-                if exists:
-                    continue
-                cur.execute(
-                    "INSERT INTO files(path, size, modification_time, discovery_time) VALUES (?,?,?,?)",
-                    (path, size, mtime, now),
-                )
-                added += 1
+            cur.execute("CREATE TEMP TABLE IF NOT EXISTS listed (path TEXT, size INTEGER, mtime INTEGER)")
+            cur.execute("DELETE FROM listed")
+            cur.executemany("INSERT INTO listed VALUES (?,?,?)", files)
+            known = (
+                "f.path = l.path AND f.modification_time = l.mtime AND f.size = l.size"
+                if allow_overwrites
+                else "f.path = l.path"
+            )
+            cur.execute(
+                "INSERT INTO files(path, size, modification_time, discovery_time) "
+                f"SELECT l.path, l.size, l.mtime, ? FROM listed l WHERE NOT EXISTS "
+                f"(SELECT 1 FROM files f WHERE {known}) ORDER BY l.mtime, l.path",
+                (now,),
+            )
+            added = cur.rowcount
+            cur.execute("DELETE FROM listed")
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
