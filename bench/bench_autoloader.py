@@ -34,19 +34,20 @@ wrong answer fails the run.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import math
 import os
-import platform
-import shutil
-import sys
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
+from _common import (
+    best_of,
+    check,
+    markdown_table,
+    parse_bench_args,
+    run_in_session,
+    timed,
+    write_report,
+)
 
 # measurement key -> (printed name, target ratio ours/native or None, baseline)
 # "F" in a name is replaced by the number of landing files.
@@ -83,57 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--files", type=int, default=2000, help="landing files per format")
     p.add_argument("--rows-per-file", type=int, default=500, help="rows in each landing file")
-    p.add_argument("--repeat", type=int, default=1, help="runs per measurement; best is kept")
-    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    p.add_argument(
-        "--workdir",
-        default=None,
-        help="where the run directory is created (default: bench/data/); "
-        "the run directory is removed at the end unless --keep",
-    )
-    p.add_argument("--keep", action="store_true", help="keep the run directory")
-    p.add_argument("--json", dest="json_out", default=None, help="also write results to this file")
-    args = p.parse_args(argv)
-    if args.files < 1:
-        p.error("--files must be at least 1")
-    if args.rows_per_file < 1:
-        p.error("--rows-per-file must be at least 1")
-    if args.repeat < 1:
-        p.error("--repeat must be at least 1")
-    return args
-
-
-# -- environment ---------------------------------------------------------------------------
-
-
-def _mem_total() -> str:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    kib = int(line.split()[1])
-                    return f"{kib / 1024 / 1024:.1f} GiB"
-    except OSError:
-        pass
-    return "unknown"
-
-
-def environment(spark) -> dict:
-    import deltalake
-    import pyarrow
-    import pyspark
-
-    return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "mem_total": _mem_total(),
-        "python": platform.python_version(),
-        "pyspark": pyspark.__version__,
-        "pyarrow": pyarrow.__version__,
-        "deltalake": deltalake.__version__,
-        "spark_master": spark.sparkContext.master,
-    }
+    return parse_bench_args(p, argv, at_least_one=("--files", "--rows-per-file"))
 
 
 # -- landing files ---------------------------------------------------------------------------
@@ -268,40 +219,7 @@ def land_all(root: Path, files: int, rows_per_file: int) -> dict[str, int]:
     return sizes
 
 
-# -- timing ----------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - start, value
-
-
-def best_of(
-    repeat: int,
-    ours: Callable[[int], object],
-    native: Callable[[int], object],
-    prepare: Callable[[int], None] | None = None,
-):
-    """Run both sides ``repeat`` times (order alternating, ``prepare(i)`` untimed before each
-    pair); best times, every time, and the results of the last pair."""
-    times: dict[str, list[float]] = {"ours": [], "native": []}
-    results: dict[str, object] = {}
-    for i in range(repeat):
-        if prepare is not None:
-            prepare(i)
-        order = [("ours", ours), ("native", native)]
-        if i % 2:
-            order.reverse()
-        for side, fn in order:
-            seconds, results[side] = timed(lambda fn=fn, i=i: fn(i))
-            times[side].append(seconds)
-    return min(times["ours"]), min(times["native"]), times, results
-
-
-def _check(what: str, ok: bool, detail: object) -> None:
-    if not ok:
-        raise RuntimeError(f"benchmark result mismatch in {what}: {detail}")
+# -- streaming queries -----------------------------------------------------------------------
 
 
 def _batches(query) -> int:
@@ -386,7 +304,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
         expected = (n_rows, n_rows * (n_rows - 1) // 2, n_rows)  # ids 0 .. n_rows - 1
         ok = got_ours == got_native == expected
         detail = {"ours": got_ours, "native": got_native, "expected": expected}
-        _check(what, ok, {**detail, "fields": "(rows, sum(id), count(ts))"})
+        check(what, ok, {**detail, "fields": "(rows, sum(id), count(ts))"})
 
     # Warm-up on a separate small directory: JVM, Python workers and both sinks, for both
     # sides alike, before anything is timed.
@@ -494,7 +412,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
         lambda i: native_stream("json", json_dir, "json-native-0", jschema),
     )
     check_pair("rerun, no new files", "json-ours-0", "json-native-0", rows)
-    _check("rerun, no new files", res["ours"] == res["native"] == 0, res)
+    check("rerun, no new files", res["ours"] == res["native"] == 0, res)
     record("rerun", ours, native, all_times, ours_batches=res["ours"], native_batches=res["native"])
 
     # 5. one new file lands (untimed), then the same queries run again
@@ -507,7 +425,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     check_pair(
         "discovery of 1 new file", "json-ours-0", "json-native-0", rows + args.repeat * per_file
     )
-    _check("discovery of 1 new file", res["ours"] == res["native"] == 1, res)
+    check("discovery of 1 new file", res["ours"] == res["native"] == 1, res)
     record(
         "discovery",
         ours,
@@ -573,18 +491,7 @@ def format_report(report: dict) -> str:
                 r["baseline"],
             )
         )
-    widths = [max(len(row[c]) for row in table) for c in range(len(header))]
-
-    def fmt_row(row) -> str:
-        cells = [row[0].ljust(widths[0])] + [
-            cell.rjust(widths[c]) if c < 4 else cell.ljust(widths[c])
-            for c, cell in enumerate(row[1:], start=1)
-        ]
-        return "| " + " | ".join(cells) + " |"
-
-    lines.append(fmt_row(table[0]))
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines.extend(fmt_row(row) for row in table[1:])
+    lines.extend(markdown_table(table))
     lines.append("")
     for key in ("json", "json_inferred", "csv"):
         r = report["results"][key]
@@ -598,28 +505,14 @@ def format_report(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    base = Path(args.workdir) if args.workdir else BENCH_DIR / "data"
-    base.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="bench-autoloader-", dir=base)).resolve()
-
-    import headwater
-
-    spark = headwater.session(
-        "headwater-bench-autoloader", master=args.master, warehouse=str(run_dir / "warehouse")
+    report = run_in_session(
+        args,
+        "headwater-bench-autoloader",
+        "bench-autoloader-",
+        run,
+        versions=("pyspark", "pyarrow", "deltalake"),
     )
-    try:
-        report = run(spark, args, run_dir)
-        report["environment"] = environment(spark)
-    finally:
-        spark.stop()
-        if args.keep:
-            print(f"kept {run_dir}", file=sys.stderr)
-        else:
-            shutil.rmtree(run_dir, ignore_errors=True)
-
-    print(format_report(report), flush=True)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    write_report(report, format_report(report), args.json_out)
     return report
 
 

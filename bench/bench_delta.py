@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import math
-import os
-import platform
-import shutil
-import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
+from _common import (
+    best_of,
+    check,
+    markdown_table,
+    parse_bench_args,
+    run_in_session,
+    timed,
+    write_report,
+)
 
 # measurement key -> (printed name, target ratio ours/native)
 MEASUREMENTS = {
@@ -47,53 +47,7 @@ MEASUREMENTS = {
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=10_000_000, help="rows in the generated data")
-    p.add_argument("--repeat", type=int, default=1, help="runs per measurement; best is kept")
-    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    p.add_argument(
-        "--workdir",
-        default=None,
-        help="where the run directory is created (default: bench/data/); "
-        "the run directory is removed at the end unless --keep",
-    )
-    p.add_argument("--keep", action="store_true", help="keep the run directory")
-    p.add_argument("--json", dest="json_out", default=None, help="also write results to this file")
-    args = p.parse_args(argv)
-    if args.rows < 1:
-        p.error("--rows must be at least 1")
-    if args.repeat < 1:
-        p.error("--repeat must be at least 1")
-    return args
-
-
-# -- environment ---------------------------------------------------------------------------
-
-
-def _mem_total() -> str:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    kib = int(line.split()[1])
-                    return f"{kib / 1024 / 1024:.1f} GiB"
-    except OSError:
-        pass
-    return "unknown"
-
-
-def environment(spark) -> dict:
-    import deltalake
-    import pyspark
-
-    return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "mem_total": _mem_total(),
-        "python": platform.python_version(),
-        "pyspark": pyspark.__version__,
-        "deltalake": deltalake.__version__,
-        "spark_master": spark.sparkContext.master,
-    }
+    return parse_bench_args(p, argv, at_least_one=("--rows",))
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -121,36 +75,11 @@ def generate(spark, rows: int, files: int):
     )
 
 
-# -- timing ----------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], object]) -> tuple[float, object]:
-    start = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - start, value
-
-
-def best_of(repeat: int, ours: Callable[[int], object], native: Callable[[int], object]):
-    """Run both sides ``repeat`` times (order alternating); best times and last results."""
-    times: dict[str, list[float]] = {"ours": [], "native": []}
-    results: dict[str, object] = {}
-    for i in range(repeat):
-        order = [("ours", ours), ("native", native)]
-        if i % 2:
-            order.reverse()
-        for side, fn in order:
-            seconds, results[side] = timed(lambda fn=fn, i=i: fn(i))
-            times[side].append(seconds)
-    return min(times["ours"]), min(times["native"]), times, results
+# -- checks ----------------------------------------------------------------------------------
 
 
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
-
-
-def _check(what: str, ok: bool, detail: object) -> None:
-    if not ok:
-        raise RuntimeError(f"benchmark result mismatch in {what}: {detail}")
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -191,7 +120,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     # Reference answers from the source (this also warms up the JVM for both sides alike).
     expected_agg = agg_by_k(src)
     expected_filtered = filtered(src)
-    _check("source", sum(n for _, n in expected_agg.values()) == rows, "row count")
+    check("source", sum(n for _, n in expected_agg.values()) == rows, "row count")
 
     results: dict[str, dict] = {}
 
@@ -228,7 +157,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
         ok = got.keys() == expected_agg.keys() and all(
             got[k][1] == expected_agg[k][1] and _close(got[k][0], expected_agg[k][0]) for k in got
         )
-        _check(f"scan ({side})", ok, "aggregates differ from the source")
+        check(f"scan ({side})", ok, "aggregates differ from the source")
     record("scan", ours, native, all_times)
 
     # 3. filtered scan
@@ -241,7 +170,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
         n, sx, ms = res[side]
         en, esx, ems = expected_filtered
         ok = n == en and ms == ems and _close(sx or 0.0, esx or 0.0)
-        _check(f"filtered scan ({side})", ok, (res[side], expected_filtered))
+        check(f"filtered scan ({side})", ok, (res[side], expected_filtered))
     record("filtered_scan", ours, native, all_times, rows_selected=expected_filtered[0])
 
     # 4. streaming append: same file-stream source, delta sink vs Spark's parquet file sink
@@ -267,7 +196,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     for i in range(args.repeat):
         n_ours = spark.read.format("delta").load(str(run_dir / f"stream-delta-{i}")).count()
         n_native = spark.read.parquet(str(run_dir / f"stream-parquet-{i}")).count()
-        _check("streaming", n_ours == rows and n_native == rows, (n_ours, n_native, rows))
+        check("streaming", n_ours == rows and n_native == rows, (n_ours, n_native, rows))
     record(
         "streaming",
         ours,
@@ -316,18 +245,7 @@ def format_report(report: dict) -> str:
                 f"{r['target']:.2f}" + ("" if r["meets_target"] else "  (missed)"),
             )
         )
-    widths = [max(len(row[c]) for row in table) for c in range(len(header))]
-
-    def fmt_row(row) -> str:
-        cells = [row[0].ljust(widths[0])] + [
-            cell.rjust(widths[c]) if c < 4 else cell.ljust(widths[c])
-            for c, cell in enumerate(row[1:], start=1)
-        ]
-        return "| " + " | ".join(cells) + " |"
-
-    lines.append(fmt_row(table[0]))
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines.extend(fmt_row(row) for row in table[1:])
+    lines.extend(markdown_table(table))
     s = report["results"]["streaming"]
     lines += [
         "",
@@ -341,28 +259,8 @@ def format_report(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    base = Path(args.workdir) if args.workdir else BENCH_DIR / "data"
-    base.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="bench-delta-", dir=base)).resolve()
-
-    import headwater
-
-    spark = headwater.session(
-        "headwater-bench", master=args.master, warehouse=str(run_dir / "warehouse")
-    )
-    try:
-        report = run(spark, args, run_dir)
-        report["environment"] = environment(spark)
-    finally:
-        spark.stop()
-        if args.keep:
-            print(f"kept {run_dir}", file=sys.stderr)
-        else:
-            shutil.rmtree(run_dir, ignore_errors=True)
-
-    print(format_report(report), flush=True)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    report = run_in_session(args, "headwater-bench", "bench-delta-", run)
+    write_report(report, format_report(report), args.json_out)
     return report
 
 

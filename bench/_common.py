@@ -1,0 +1,191 @@
+"""Helpers shared by the benchmark scripts: options, environment, timing, report and run directory.
+
+The scripts run as ``python bench/<script>.py``, so this directory is on ``sys.path`` and they
+import it as ``from _common import ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+# -- options ---------------------------------------------------------------------------------
+
+
+def parse_bench_args(
+    p: argparse.ArgumentParser, argv: list[str] | None, at_least_one: Sequence[str] = ()
+) -> argparse.Namespace:
+    """Add the shared options (--repeat, --master, --workdir, --keep, --json) after the script's
+    own, parse ``argv``, and require each flag in ``at_least_one``, then --repeat, to be >= 1."""
+    p.add_argument("--repeat", type=int, default=1, help="runs per measurement; best is kept")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument(
+        "--workdir",
+        default=None,
+        help="where the run directory is created (default: bench/data/); "
+        "the run directory is removed at the end unless --keep",
+    )
+    p.add_argument("--keep", action="store_true", help="keep the run directory")
+    p.add_argument("--json", dest="json_out", default=None, help="also write results to this file")
+    args = p.parse_args(argv)
+    for flag in (*at_least_one, "--repeat"):
+        if getattr(args, flag.lstrip("-").replace("-", "_")) < 1:
+            p.error(f"{flag} must be at least 1")
+    return args
+
+
+# -- environment -----------------------------------------------------------------------------
+
+
+def _mem_total() -> str:
+    """Total RAM from /proc/meminfo, e.g. ``"7.7 GiB"``; ``"unknown"`` where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    kib = int(line.split()[1])
+                    return f"{kib / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def environment(
+    spark: SparkSession, versions: Sequence[str] = ("pyspark", "deltalake")
+) -> dict[str, object]:
+    """Date, machine, Python and the ``__version__`` of each module in ``versions``, in order."""
+    return {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "mem_total": _mem_total(),
+        "python": platform.python_version(),
+        **{name: importlib.import_module(name).__version__ for name in versions},
+        "spark_master": spark.sparkContext.master,
+    }
+
+
+# -- timing and checks -----------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    """Seconds ``fn()`` took, and its result."""
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def best_of(
+    repeat: int,
+    ours: Callable[[int], object],
+    native: Callable[[int], object],
+    prepare: Callable[[int], None] | None = None,
+) -> tuple[float, float, dict[str, list[float]], dict[str, object]]:
+    """Run both sides ``repeat`` times (order alternating, ``prepare(i)`` untimed before each
+    pair); best times, every time, and the results of the last pair."""
+    times: dict[str, list[float]] = {"ours": [], "native": []}
+    results: dict[str, object] = {}
+    for i in range(repeat):
+        if prepare is not None:
+            prepare(i)
+        order = [("ours", ours), ("native", native)]
+        if i % 2:
+            order.reverse()
+        for side, fn in order:
+            seconds, results[side] = timed(lambda fn=fn, i=i: fn(i))
+            times[side].append(seconds)
+    return min(times["ours"]), min(times["native"]), times, results
+
+
+def check(what: str, ok: bool, detail: object) -> None:
+    """Fail the run when a benchmark result is wrong."""
+    if not ok:
+        raise RuntimeError(f"benchmark result mismatch in {what}: {detail}")
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def markdown_table(
+    table: Sequence[Sequence[str]], right_aligned: Collection[int] = (1, 2, 3)
+) -> list[str]:
+    """The lines of a markdown table; ``table[0]`` is the header. Columns in ``right_aligned``
+    are padded on the left, the others on the right."""
+    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
+
+    def fmt_row(row: Sequence[str]) -> str:
+        cells = [
+            cell.rjust(widths[c]) if c in right_aligned else cell.ljust(widths[c])
+            for c, cell in enumerate(row)
+        ]
+        return "| " + " | ".join(cells) + " |"
+
+    lines = [fmt_row(table[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines.extend(fmt_row(row) for row in table[1:])
+    return lines
+
+
+def write_report(report: dict, text: str, json_out: str | None) -> None:
+    """Print the report ``text``; also write ``report`` as JSON to ``json_out`` if given."""
+    print(text, flush=True)
+    if json_out:
+        Path(json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+# -- run directory and session ---------------------------------------------------------------
+
+
+def make_run_dir(workdir: str | None, prefix: str) -> Path:
+    """A fresh ``<prefix>*`` directory under ``workdir`` (default: bench/data/)."""
+    base = Path(workdir) if workdir else BENCH_DIR / "data"
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base)).resolve()
+
+
+def remove_run_dir(run_dir: Path, keep: bool) -> None:
+    """Remove the run directory, or with ``keep`` say on stderr where it is."""
+    if keep:
+        print(f"kept {run_dir}", file=sys.stderr)
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def run_in_session(
+    args: argparse.Namespace,
+    app_name: str,
+    prefix: str,
+    run: Callable[[SparkSession, argparse.Namespace, Path], dict],
+    versions: Sequence[str] = ("pyspark", "deltalake"),
+) -> dict:
+    """``run(spark, args, run_dir)`` in a new run directory and SparkSession, plus the
+    environment; the session is stopped and the run directory removed (unless --keep) either
+    way."""
+    run_dir = make_run_dir(args.workdir, prefix)
+
+    import headwater
+
+    spark = headwater.session(app_name, master=args.master, warehouse=str(run_dir / "warehouse"))
+    try:
+        report = run(spark, args, run_dir)
+        report["environment"] = environment(spark, versions)
+    finally:
+        spark.stop()
+        remove_run_dir(run_dir, args.keep)
+    return report
