@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from headwater.delta.options import as_bool, as_bytes, as_int, split_columns
 from headwater.errors import OptionError
 
-FORMATS = ("json", "csv", "parquet", "text")
-PLANNED_FORMATS = ("avro", "orc", "binaryfile", "xml")
+FORMATS = ("json", "csv", "parquet", "text", "avro", "orc", "binaryfile")
+PLANNED_FORMATS = ("xml",)
+_FORMAT_LIST = "json, csv, parquet, text, avro, orc or binaryFile"
 EVOLUTION_MODES = ("addnewcolumns", "rescue", "failonnewcolumns", "none")
 
 CLOUD_OPTIONS = {
@@ -40,6 +41,9 @@ FORMAT_OPTIONS = {
             "inferschema", "linesep", "enforceschema"},
     "parquet": {"mergeschema", "datetimerebasemode", "int96rebasemode"},
     "text": {"wholetext", "linesep", "encoding"},
+    "avro": {"avroschema", "mergeschema"},
+    "orc": {"mergeschema"},
+    "binaryfile": set(),
 }  # fmt: skip
 
 _DURATION = re.compile(
@@ -93,17 +97,23 @@ class CloudFilesOptions:
         o = {str(k).lower(): v for k, v in options.items() if v is not None}
         fmt = str(o.get("cloudfiles.format", "")).lower()
         if not fmt:
-            raise OptionError("Option 'cloudFiles.format' is required (json, csv, parquet, text).")
+            raise OptionError(f"Option 'cloudFiles.format' is required ({_FORMAT_LIST}).")
         if fmt in PLANNED_FORMATS:
             raise OptionError(
-                f"cloudFiles.format '{fmt}' is not supported yet; use json, csv, parquet or text."
+                f"cloudFiles.format '{fmt}' is not supported yet; use {_FORMAT_LIST}."
             )
         if fmt not in FORMATS:
             raise OptionError(
                 f"Unknown cloudFiles.format '{fmt}'; use one of {', '.join(FORMATS)}."
             )
+        rescue_given = "rescueddatacolumn" in o
         if as_bool(o.get("cloudfiles.validateoptions"), "cloudFiles.validateOptions", True):
             _validate_names(o, fmt)
+            if fmt == "binaryfile" and rescue_given:
+                raise OptionError(
+                    "Option 'rescuedDataColumn' does not apply to cloudFiles.format 'binaryFile': "
+                    "its rows (path, modificationTime, length, content) never hold a misfit."
+                )
         mode = str(
             o.get("cloudfiles.schemaevolutionmode", "none" if user_schema else "addNewColumns")
         ).lower()
@@ -133,11 +143,10 @@ class CloudFilesOptions:
             raise OptionError(
                 "cloudFiles.cleanSource=MOVE needs 'cloudFiles.cleanSource.moveDestination'."
             )
-        rescue_given = "rescueddatacolumn" in o
         rescue = (
             o.get("rescueddatacolumn")
             if rescue_given
-            else (None if user_schema else "_rescued_data")
+            else (None if user_schema or fmt == "binaryfile" else "_rescued_data")
         )
         parts = o.get("cloudfiles.partitioncolumns")
         fmt_opts = {k: str(v) for k, v in o.items() if k in FORMAT_OPTIONS.get(fmt, set())}

@@ -9,7 +9,8 @@ that does not fit its type (lossy casts included) leaves the column null and is 
 misfit anywhere inside a struct, array or map rescues the whole top-level value, so a column
 never holds half a record; nulls (and empty CSV values) are never rescued. The rescue value is
 a compact JSON object ``{"<field as in the file>": <original value>, ..., "_file_path": path}``,
-or ``{"_corrupt_record": "<line>", "_file_path": path}`` for a line that is not JSON.
+or ``{"_corrupt_record": "<line>", "_file_path": path}`` for a line that is not JSON. Avro, ORC
+and binaryFile are read in :mod:`.readers_binary`, by the same rules.
 
 Speed comes from Arrow's C++ readers and compute kernels: a clean file never touches Python per
 row. Python per row is only the fallback for the pieces Arrow cannot take (malformed JSON lines,
@@ -44,7 +45,7 @@ from headwater.errors import HeadwaterError, OptionError
 
 __all__ = ["SUPPORTED_FORMATS", "CorruptFileError", "NewColumnsFound", "read_file"]
 
-SUPPORTED_FORMATS = ("json", "csv", "parquet", "text")
+SUPPORTED_FORMATS = ("json", "csv", "parquet", "text", "avro", "orc", "binaryfile")
 _CHUNK = 16 << 20  # bytes handed to Arrow at once: enough for its threads, bounded memory
 _PIECE = 256 << 10  # a chunk Arrow rejects is retried in pieces this big before going per row
 _CODECS = {"gz": "gzip", "gzip": "gzip", "bz2": "bz2", "zst": "zstd", "zstd": "zstd"}
@@ -112,8 +113,12 @@ def read_file(
         tables = _read_csv(conf, opts, detect_new)
     elif fmt == "parquet":
         tables = _read_parquet(conf, detect_new, batch_rows)
-    else:
+    elif fmt == "text":
         tables = _read_text(conf, schema, opts)
+    else:  # avro, orc, binaryfile; that module builds on this one, so it is imported here
+        from headwater.autoloader import readers_binary
+
+        tables = readers_binary.read(conf, fmt, opts, detect_new, batch_rows)
     yield from _rebatch(tables, batch_rows)
 
 

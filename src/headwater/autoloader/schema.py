@@ -1,10 +1,12 @@
 """Schema inference, hints, and the versioned schema store of an Auto Loader stream.
 
 Inference reads a bounded sample (1000 files or 50 GB, newest first) with pyarrow's own
-readers; JSON and CSV columns are strings unless ``cloudFiles.inferColumnTypes``. The
-result is stored as ``<schemaLocation>/_schemas/<n>`` (JSON, one file per version, created
-exclusively so concurrent writers cannot overwrite each other); later starts read the
-newest version instead of inferring again, and evolution writes the next version.
+readers (fastavro for Avro headers); JSON and CSV columns are strings unless
+``cloudFiles.inferColumnTypes``; Parquet, ORC and Avro files carry their types; binaryFile's
+schema is fixed. The result is stored as ``<schemaLocation>/_schemas/<n>`` (JSON, one file
+per version, created exclusively so concurrent writers cannot overwrite each other); later
+starts read the newest version instead of inferring again, and evolution writes the next
+version.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from headwater.autoloader import readers_binary
 from headwater.autoloader.discovery import Listed, partition_values
 from headwater.autoloader.options import CloudFilesOptions
+from headwater.autoloader.readers import CorruptFileError
 from headwater.ddl import parse_columns
 from headwater.errors import HeadwaterError, OptionError
 
@@ -62,11 +66,17 @@ def infer(
     files: Sequence[Listed], opts: CloudFilesOptions, root: str
 ) -> tuple[StructType, list[str]]:
     """The data schema and the partition columns of ``files`` (a sample)."""
-    schema = StructType([])
+    schema = readers_binary.BINARY_FILE_SCHEMA if opts.format == "binaryfile" else StructType([])
     for f in files:
         try:
             schema = merge(schema, infer_file(f.path, opts))
-        except (pa.ArrowInvalid, OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (
+            pa.ArrowInvalid,
+            OSError,
+            UnicodeDecodeError,
+            json.JSONDecodeError,
+            CorruptFileError,
+        ) as e:
             if opts.ignore_corrupt:
                 continue
             raise SchemaInferenceError(
@@ -92,6 +102,12 @@ def infer_file(path: str, opts: CloudFilesOptions) -> StructType:
         return StructType([StructField("value", StringType(), True)])
     if fmt == "parquet":
         return _to_spark(pq.read_schema(path), strings=False)
+    if fmt == "orc":
+        return _to_spark(readers_binary.orc_schema(path), strings=False)
+    if fmt == "avro":
+        return _to_spark(readers_binary.avro_schema(path, opts.format_options), strings=False)
+    if fmt == "binaryfile":
+        return readers_binary.BINARY_FILE_SCHEMA
     if fmt == "json":
         arrow = _json_schema(path, opts)
         return _to_spark(arrow, strings=not opts.infer_column_types, top_level_strings=True)

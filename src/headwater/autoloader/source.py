@@ -98,7 +98,7 @@ def resolve_schema(
         _, data, parts = latest
     else:
         files = list(list_source(path, opts, now_ms=int(time.time() * 1000)))
-        if not files and not opts.schema_hints:
+        if not files and not opts.schema_hints and opts.format != "binaryfile":
             raise SchemaInferenceError(
                 f"No files in {path} to infer a schema from. Give the schema with .schema(...) or "
                 "cloudFiles.schemaHints, or start the stream once files have landed."

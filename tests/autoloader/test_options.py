@@ -1,0 +1,102 @@
+"""cloudFiles options not covered elsewhere, each asserting the rows that result."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from deltalake import DeltaTable
+
+
+def _write(path, text, mtime=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+
+
+def _run(spark, tmp_path, fmt="json", schema="id string", **options):
+    land, ck, out = str(tmp_path / "land"), str(tmp_path / "ck"), str(tmp_path / "out")
+    reader = (
+        spark.readStream.format("cloudFiles")
+        .option("cloudFiles.format", fmt)
+        .option("cloudFiles.schemaLocation", ck)
+    )
+    for k, v in options.items():
+        reader = reader.option(k.replace("__", "."), v)
+    if schema:
+        reader = reader.schema(schema)
+    q = (
+        reader.load(land)
+        .writeStream.format("delta")
+        .option("checkpointLocation", ck)
+        .trigger(availableNow=True)
+        .start(out)
+    )
+    q.awaitTermination()
+    return q, (DeltaTable(out).to_pyarrow_table().to_pylist() if os.path.exists(out) else [])
+
+
+def test_allow_overwrites_reprocesses_a_changed_file_whole(spark, tmp_path):
+    land = tmp_path / "land"
+    _write(str(land / "a.json"), '{"id": "1"}\n', mtime=time.time() - 100)
+    _run(spark, tmp_path, cloudFiles__allowOverwrites="true")
+    _write(str(land / "a.json"), '{"id": "1"}\n{"id": "2"}\n')
+    _, rows = _run(spark, tmp_path, cloudFiles__allowOverwrites="true")
+    assert sorted(r["id"] for r in rows) == ["1", "1", "2"]
+
+
+def test_without_allow_overwrites_a_changed_file_is_not_read_again(spark, tmp_path):
+    land = tmp_path / "land"
+    _write(str(land / "a.json"), '{"id": "1"}\n', mtime=time.time() - 100)
+    _run(spark, tmp_path)
+    _write(str(land / "a.json"), '{"id": "1"}\n{"id": "2"}\n')
+    _, rows = _run(spark, tmp_path)
+    assert [r["id"] for r in rows] == ["1"]
+
+
+def test_max_bytes_per_trigger_is_a_soft_limit(spark, tmp_path):
+    for i in range(4):
+        _write(str(tmp_path / "land" / f"f{i}.json"), json.dumps({"id": str(i)}) + "\n")
+    q, rows = _run(spark, tmp_path, cloudFiles__maxBytesPerTrigger="1b")
+    assert sorted(r["id"] for r in rows) == ["0", "1", "2", "3"]
+    assert [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]] == [1, 1, 1, 1]
+
+
+def test_max_file_age_ignores_old_files(spark, tmp_path):
+    _write(str(tmp_path / "land" / "old.json"), '{"id": "old"}\n', mtime=time.time() - 3 * 86400)
+    _write(str(tmp_path / "land" / "new.json"), '{"id": "new"}\n')
+    _, rows = _run(spark, tmp_path, cloudFiles__maxFileAge="1 day")
+    assert [r["id"] for r in rows] == ["new"]
+
+
+def test_modified_after_and_before(spark, tmp_path):
+    _write(str(tmp_path / "land" / "a.json"), '{"id": "2020"}\n', mtime=1577836800)  # 2020-01-01
+    _write(
+        str(tmp_path / "land" / "b.json"), '{"id": "2022"}\n', mtime=1640995200 + 3600
+    )  # 2022-01-01
+    _write(str(tmp_path / "land" / "c.json"), '{"id": "now"}\n')
+    _, rows = _run(
+        spark, tmp_path, modifiedAfter="2021-01-01T00:00:00", modifiedBefore="2023-01-01T00:00:00"
+    )
+    assert [r["id"] for r in rows] == ["2022"]
+
+
+def test_text_format_one_row_per_line(spark, tmp_path):
+    _write(str(tmp_path / "land" / "log.txt"), "first line\nsecond line\n")
+    _, rows = _run(spark, tmp_path, fmt="text", schema=None)
+    assert sorted(r["value"] for r in rows) == ["first line", "second line"]
+
+
+def test_multiline_json_documents(spark, tmp_path):
+    _write(str(tmp_path / "land" / "a.json"), json.dumps([{"id": "1"}, {"id": "2"}], indent=2))
+    _, rows = _run(spark, tmp_path, multiLine="true")
+    assert sorted(r["id"] for r in rows) == ["1", "2"]
+
+
+def test_partition_columns_empty_string_disables_inference(spark, tmp_path):
+    _write(str(tmp_path / "land" / "k=v" / "a.json"), '{"id": "1"}\n')
+    _, rows = _run(spark, tmp_path, schema=None, cloudFiles__partitionColumns="")
+    assert rows == [{"id": "1", "_rescued_data": None}]
