@@ -72,7 +72,9 @@ class FileState:
         cur = self._db.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
-            cur.execute("CREATE TEMP TABLE IF NOT EXISTS listed (path TEXT, size INTEGER, mtime INTEGER)")
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS listed (path TEXT, size INTEGER, mtime INTEGER)"
+            )
             cur.execute("DELETE FROM listed")
             cur.executemany("INSERT INTO listed VALUES (?,?,?)", files)
             known = (
