@@ -97,8 +97,9 @@ def commit(log_: DeltaLog, req: CommitRequest) -> CommitResult:
             last_error = e
             if req.mode == "replace":
                 raise ConcurrentModificationError(
-                    f"A concurrent commit to {log_.root} changed the files this replaceWhere write "
-                    f"read: {e}. Nothing was committed; run the write again."
+                    f"A concurrent commit to {log_.root} changed the files this operation (MERGE, "
+                    f"UPDATE, DELETE, OPTIMIZE or replaceWhere) read: {e}. Nothing was committed; "
+                    "run it again."
                 ) from e
             log.info("commit conflict on %s (attempt %d): %s", log_.root, attempt + 1, e)
     raise ConcurrentModificationError(
@@ -125,6 +126,10 @@ def _create(log_: DeltaLog, req: CommitRequest) -> CommitResult:
 
 def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> CommitResult:
     snap = Snapshot(log_.root, table.version(), table)
+    if req.mode == "replace" and req.read_version is not None and snap.version != req.read_version:
+        raise CommitFailedError(
+            f"the table moved from version {req.read_version} to {snap.version}"
+        )
     current = snap.schema
     schema_changed = False
     if req.schema_mode == "overwrite":
@@ -174,10 +179,6 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     if req.mode == "overwrite":
         mode = "overwrite"
     elif req.mode == "replace" and req.select_removes is not None:
-        if req.read_version is not None and table.version() != req.read_version:
-            raise CommitFailedError(
-                f"the table moved from version {req.read_version} to {table.version()}"
-            )
         actions += req.select_removes(Snapshot(log_.root, table.version(), table))
     props = _properties(req)
     table.create_write_transaction(

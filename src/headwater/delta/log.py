@@ -190,7 +190,7 @@ class DeltaLog:
             if version is not None:
                 table.load_as_version(int(version))
             elif timestamp is not None:
-                table.load_as_version(_parse_timestamp(timestamp))
+                table.load_as_version(self._version_at(table, _parse_timestamp(timestamp)))
         except (RsDeltaError, OSError, ValueError) as e:
             raise TableNotFoundError(
                 f"Cannot time-travel {self.root} to "
@@ -198,6 +198,16 @@ class DeltaLog:
                 f"The table's versions are 0..{self.latest_version()}; see its history."
             ) from e
         return table
+
+    @staticmethod
+    def _version_at(table: DeltaTable, when: datetime) -> int:
+        """The newest version committed at or before ``when`` (by the commits' timestamps,
+        the ones history shows; file modification times can lag them)."""
+        limit = when.timestamp() * 1000
+        versions = [h["version"] for h in table.history() if h.get("timestamp", 0) <= limit]
+        if not versions:
+            raise ValueError(f"{when.isoformat()} is before the first commit")
+        return max(versions)
 
     def snapshot(self, version: int | None = None, timestamp: str | None = None) -> Snapshot:
         table = self.load(version, timestamp)

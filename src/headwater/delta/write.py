@@ -110,7 +110,7 @@ def write_dataframe(
     part_cols = _resolve_names(target, table_partitions)
     if snapshot is None:
         dlog.claim()
-    adds, nrows, nbytes = _write_files(out, dlog.root, part_cols, target, opts)
+    adds, nrows, nbytes = write_files(out, dlog.root, part_cols, target, opts)
 
     if replace_removes is not None:
         request_mode = "replace"
@@ -218,9 +218,19 @@ def _strip_file_scheme(path: str) -> str:
     return unquote(parsed.path) if parsed.scheme == "file" else path
 
 
-def _write_files(
-    out: DataFrame, root: str, partition_by: list[str], schema: StructType, opts: WriteOptions
+def write_files(
+    out: DataFrame,
+    root: str,
+    partition_by: list[str],
+    schema: StructType,
+    opts: WriteOptions | None = None,
+    data_change: bool = True,
 ):
+    """Write ``out`` as new Parquet files of the table at ``root``: (adds, rows, bytes).
+
+    Nothing is committed; the caller commits these add actions (and any removes) at once.
+    """
+    opts = opts or WriteOptions()
     staging = storage.join(root, STAGING_DIR, uuid.uuid4().hex)
     writer = out.write.mode("overwrite").option("compression", opts.compression)
     if opts.max_records_per_file:
@@ -239,7 +249,10 @@ def _write_files(
         with ThreadPoolExecutor(max_workers=8) as pool:
             adds = list(
                 pool.map(
-                    lambda f: _place(f, staging_local, root, partition_by, data_schema), staged
+                    lambda f: _place(
+                        f, staging_local, root, partition_by, data_schema, data_change
+                    ),
+                    staged,
                 )
             )
         adds = [a for a in adds if a is not None]
@@ -251,7 +264,12 @@ def _write_files(
 
 
 def _place(
-    info, staging: str, root: str, partition_by: list[str], data_schema: StructType
+    info,
+    staging: str,
+    root: str,
+    partition_by: list[str],
+    data_schema: StructType,
+    data_change: bool,
 ) -> AddAction | None:
     fs, _ = storage.filesystem(root)
     rel = info.path[len(staging) :].lstrip("/")
@@ -265,7 +283,7 @@ def _place(
         info.size,
         values,
         int(time.time() * 1000),
-        True,
+        data_change,
         file_stats(meta, data_schema),
     )
 

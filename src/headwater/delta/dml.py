@@ -1,0 +1,446 @@
+"""DELETE, UPDATE and MERGE, executed by Spark and committed as one Delta transaction.
+
+Every operation follows the same plan, as delta-spark does: find the files that hold rows
+the operation touches (a filter or join over the target read with its file path), rewrite
+only those files with executors (Spark's native Parquet writer), and commit the removes of
+the old files and the adds of the new ones together. A crash before the commit leaves the
+table at its previous version; a concurrent commit in between fails the operation cleanly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from deltalake.transaction import RemoveAction
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
+
+from headwater.delta.commit import CommitRequest, commit
+from headwater.delta.log import DeltaLog, Snapshot
+from headwater.delta.read import native_eligible, read_snapshot
+from headwater.delta.write import _strip_file_scheme, write_files
+from headwater.errors import DeltaError, UnsupportedFeatureError
+
+FILE_COL = "__hw_file"
+ROW_COL = "__hw_row"
+SRC_COL = "__hw_src"
+ACTION_COL = "__hw_action"
+
+ExprLike = str | Column
+
+
+def as_column(e: ExprLike) -> Column:
+    return F.expr(e) if isinstance(e, str) else e
+
+
+@dataclass
+class Clause:
+    """One WHEN clause of a MERGE: ``kind`` matched / not_matched / not_matched_by_source."""
+
+    kind: str
+    action: str  # update, delete, insert
+    condition: ExprLike | None = None
+    assignments: Mapping[str, ExprLike] | None = None  # None with update/insert: all columns
+
+
+@dataclass
+class Result:
+    version: int | None
+    metrics: dict[str, int] = field(default_factory=dict)
+
+
+def _target(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
+    snapshot.check_readable()
+    if snapshot.files and not native_eligible(snapshot):
+        raise UnsupportedFeatureError(
+            f"DELETE/UPDATE/MERGE on {snapshot.root} needs a hive-style file layout, which this "
+            "table does not have. Rewrite it with headwater first (read it and overwrite)."
+        )
+    return read_snapshot(spark, snapshot).withColumn(FILE_COL, F.col("_metadata.file_path"))
+
+
+def _removes(snapshot: Snapshot, touched: set[str]) -> list[RemoveAction]:
+    now = int(time.time() * 1000)
+    wanted = {_strip_file_scheme(p) for p in touched}
+    return [
+        RemoveAction(f.path, True, now, f.size, f.partition_values)
+        for f in snapshot.files
+        if _strip_file_scheme(f.absolute(snapshot.root)) in wanted
+    ]
+
+
+def _file_rows(snapshot: Snapshot, removes: list[RemoveAction]) -> int:
+    """Rows in the removed files, from the log's numRecords."""
+    counts = dict(
+        zip(
+            (f.path for f in snapshot.files),
+            snapshot.add_actions.column("num_records").to_pylist(),
+            strict=True,
+        )
+    )
+    return sum(int(counts.get(r.path) or 0) for r in removes)
+
+
+def _commit(
+    dlog: DeltaLog,
+    snapshot: Snapshot,
+    adds,
+    removes: list[RemoveAction],
+    schema: StructType,
+    operation: str,
+    parameters: dict,
+    metrics: dict[str, int],
+    evolve: bool = False,
+    txn: tuple[str, int] | None = None,
+) -> int | None:
+    if not adds and not removes and not evolve and txn is None:
+        return None
+    request = CommitRequest(
+        adds=adds,
+        schema=schema,
+        partition_by=snapshot.partition_columns,
+        mode="replace",
+        schema_mode="merge" if evolve else "enforce",
+        select_removes=lambda _snap: removes,
+        read_version=snapshot.version,
+        txn=txn,
+        metadata={
+            "headwaterOperation": operation,
+            "operationParameters": {k: str(v) for k, v in parameters.items()},
+            "operationMetrics": {k: str(v) for k, v in metrics.items()},
+        },
+    )
+    return commit(dlog, request).version
+
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+
+
+def _session_txn(spark: SparkSession, snapshot: Snapshot) -> tuple[tuple[str, int] | None, bool]:
+    """delta-spark's idempotent-write confs: ``(txn, already_committed)``.
+
+    Set both in a ``foreachBatch`` function (app id: a stable name; version: the batch id)
+    so a replayed batch's MERGE/UPDATE/DELETE is skipped.
+    """
+    app_id = spark.conf.get(TXN_APP_ID, None)
+    version = spark.conf.get(TXN_VERSION, None)
+    if not app_id or version is None:
+        return None, False
+    txn = (app_id, int(version))
+    done = snapshot.table.transaction_version(app_id)
+    return txn, done is not None and done >= txn[1]
+
+
+def _touched(df: DataFrame) -> set[str]:
+    return {r[0] for r in df.select(FILE_COL).distinct().collect()}
+
+
+def _partition_only(spark: SparkSession, snapshot: Snapshot, cond: Column) -> set[str] | None:
+    """Files matched by a condition over partition columns alone (None: not such a condition)."""
+    parts = snapshot.partition_columns
+    if not parts or not snapshot.files:
+        return None
+    part_fields = [f for f in snapshot.schema if f.name in parts]
+    rows = [
+        tuple(f.partition_values.get(p) for p in parts) + (f.absolute(snapshot.root),)
+        for f in snapshot.files
+    ]
+    text_schema = ", ".join(f"`{p}` string" for p in parts) + f", `{FILE_COL}` string"
+    frame = spark.createDataFrame(rows, text_schema).select(
+        *[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in part_fields], F.col(FILE_COL)
+    )
+    try:
+        return {
+            r[0] for r in frame.where(F.coalesce(cond, F.lit(False))).select(FILE_COL).collect()
+        }
+    except AnalysisException:
+        return None
+
+
+def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) -> Result:
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    if condition is None:
+        removes = _removes(snapshot, {f.absolute(snapshot.root) for f in snapshot.files})
+        deleted = _file_rows(snapshot, removes)
+        metrics = {"numDeletedRows": deleted, "numRemovedFiles": len(removes), "numAddedFiles": 0}
+        version = _commit(
+            dlog, snapshot, [], removes, snapshot.schema, "DELETE", {"predicate": "true"}, metrics
+        )
+        return Result(version, metrics)
+    cond = as_column(condition)
+    whole_files = _partition_only(spark, snapshot, cond)
+    if whole_files is not None:
+        removes = _removes(snapshot, whole_files)
+        metrics = {
+            "numDeletedRows": _file_rows(snapshot, removes),
+            "numRemovedFiles": len(removes),
+            "numAddedFiles": 0,
+        }
+        version = _commit(
+            dlog,
+            snapshot,
+            [],
+            removes,
+            snapshot.schema,
+            "DELETE",
+            {"predicate": str(condition)},
+            metrics,
+        )
+        return Result(version, metrics)
+    target = _target(spark, snapshot)
+    touched = _touched(target.where(F.coalesce(cond, F.lit(False))))
+    if not touched:
+        return Result(None, {"numDeletedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
+    kept = (
+        target.where(F.col(FILE_COL).isin(list(touched)))
+        .where(~F.coalesce(cond, F.lit(False)))
+        .drop(FILE_COL)
+    )
+    adds, written, _ = write_files(kept, snapshot.root, snapshot.partition_columns, snapshot.schema)
+    removes = _removes(snapshot, touched)
+    metrics = {
+        "numDeletedRows": _file_rows(snapshot, removes) - written,
+        "numRemovedFiles": len(removes),
+        "numAddedFiles": len(adds),
+        "numCopiedRows": written,
+    }
+    version = _commit(
+        dlog,
+        snapshot,
+        adds,
+        removes,
+        snapshot.schema,
+        "DELETE",
+        {"predicate": str(condition)},
+        metrics,
+    )
+    return Result(version, metrics)
+
+
+def update(
+    spark: SparkSession, path: str, condition: ExprLike | None, assignments: Mapping[str, ExprLike]
+) -> Result:
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    schema = snapshot.schema
+    _check_columns(schema, assignments, path)
+    cond = F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))
+    target = _target(spark, snapshot)
+    touched = _touched(target.where(cond))
+    if not touched:
+        return Result(None, {"numUpdatedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
+    rows = target.where(F.col(FILE_COL).isin(list(touched))).withColumn(ACTION_COL, cond)
+    by_name = {k.lower(): as_column(v) for k, v in assignments.items()}
+    out = rows.select(
+        *[
+            F.when(F.col(ACTION_COL), by_name[f.name.lower()].cast(f.dataType))
+            .otherwise(F.col(f"`{f.name}`"))
+            .alias(f.name)
+            if f.name.lower() in by_name
+            else F.col(f"`{f.name}`")
+            for f in schema
+        ],
+        F.col(ACTION_COL),
+    ).persist()
+    try:
+        updated = out.where(F.col(ACTION_COL)).count()
+        adds, written, _ = write_files(
+            out.drop(ACTION_COL), snapshot.root, snapshot.partition_columns, schema
+        )
+    finally:
+        out.unpersist()
+    removes = _removes(snapshot, touched)
+    metrics = {
+        "numUpdatedRows": updated,
+        "numCopiedRows": written - updated,
+        "numRemovedFiles": len(removes),
+        "numAddedFiles": len(adds),
+    }
+    params = {"predicate": str(condition)}
+    version = _commit(dlog, snapshot, adds, removes, schema, "UPDATE", params, metrics)
+    return Result(version, metrics)
+
+
+def _check_columns(schema: StructType, assignments: Mapping[str, ExprLike], path: str) -> None:
+    names = {f.name.lower() for f in schema}
+    unknown = [k for k in assignments if k.lower() not in names]
+    if unknown:
+        raise DeltaError(
+            f"Cannot set column(s) {', '.join(unknown)}: the table at {path} has columns "
+            f"{', '.join(f.name for f in schema)}."
+        )
+
+
+def merge(
+    spark: SparkSession,
+    path: str,
+    source: DataFrame,
+    condition: ExprLike,
+    clauses: list[Clause],
+    target_alias: str | None,
+    evolve: bool = False,
+) -> Result:
+    """MERGE ``source`` into the table at ``path`` with delta-spark's semantics.
+
+    Clauses of each kind are tried in order; the first whose condition holds acts. A target
+    row matched by several source rows is an error when a matched clause exists.
+    """
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    txn, done = _session_txn(spark, snapshot)
+    if done:
+        return Result(None, {})
+    schema = snapshot.schema
+    alias = target_alias or "target"
+    target = (
+        _target(spark, snapshot).withColumn(ROW_COL, F.monotonically_increasing_id()).alias(alias)
+    )
+    src = source.withColumn(SRC_COL, F.lit(True))
+    on = as_column(condition)
+    matched = [c for c in clauses if c.kind == "matched"]
+    by_source = [c for c in clauses if c.kind == "not_matched_by_source"]
+    inserts = [c for c in clauses if c.kind == "not_matched"]
+
+    out_schema = schema
+    if evolve:
+        names = {f.name.lower() for f in schema}
+        extra = [f for f in source.schema if f.name.lower() not in names and f.name != SRC_COL]
+        out_schema = StructType(
+            list(schema.fields) + [StructField(f.name, f.dataType, True) for f in extra]
+        )
+
+    if matched:
+        dup = (
+            target.join(src, on, "inner")
+            .groupBy(ROW_COL)
+            .count()
+            .where("count > 1")
+            .limit(1)
+            .count()
+        )
+        if dup:
+            raise DeltaError(
+                "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform MERGE: "
+                "several source rows matched the same target row. Deduplicate the source "
+                "(for example with dropDuplicates on the join keys) before merging."
+            )
+    if not matched and not by_source:
+        rows = src.join(target, on, "left_anti")
+        touched: set[str] = set()
+        joined = rows.withColumn(FILE_COL, F.lit(None).cast("string"))
+    else:
+        if by_source:
+            touched = {f.absolute(snapshot.root) for f in snapshot.files}
+            candidates = target
+        else:
+            touched = _touched(target.join(src, on, "left_semi"))
+            candidates = (
+                target.where(F.col(FILE_COL).isin(list(touched))) if touched else target.limit(0)
+            )
+        joined = candidates.join(src, on, "full_outer")
+
+    t_here = F.col(FILE_COL).isNotNull()
+    s_here = F.col(SRC_COL).isNotNull()
+    action = None
+
+    def add(test: Column, label: str) -> None:
+        nonlocal action
+        action = F.when(test, F.lit(label)) if action is None else action.when(test, F.lit(label))
+
+    for i, c in enumerate(matched):
+        add(t_here & s_here & _holds(c.condition), f"m{i}")
+    add(t_here & s_here, "keep")
+    for i, c in enumerate(by_source):
+        add(t_here & ~s_here & _holds(c.condition), f"b{i}")
+    add(t_here, "keep")
+    for i, c in enumerate(inserts):
+        add(s_here & _holds(c.condition), f"n{i}")
+    action = action.otherwise(F.lit("skip"))
+
+    labelled = joined.withColumn(ACTION_COL, action)
+    columns = []
+    for f in out_schema:
+        in_target = any(f.name == t.name for t in schema)
+        has_target_side = bool(matched or by_source) and in_target
+        value = F.col(f"{alias}.`{f.name}`") if has_target_side else F.lit(None).cast(f.dataType)
+        expr = F.when(F.col(ACTION_COL) == "keep", value)
+        for prefix, group in (("m", matched), ("b", by_source), ("n", inserts)):
+            for i, c in enumerate(group):
+                if c.action in ("update", "insert"):
+                    new = _assigned(c, f.name, src, value if c.action == "update" else None)
+                    if new is not None:
+                        expr = expr.when(F.col(ACTION_COL) == f"{prefix}{i}", new)
+        columns.append(expr.cast(f.dataType).alias(f.name))
+    deletes = [
+        f"{p}{i}"
+        for p, g in (("m", matched), ("b", by_source))
+        for i, c in enumerate(g)
+        if c.action == "delete"
+    ]
+    result = (
+        labelled.select(*columns, F.col(ACTION_COL))
+        .where(~F.col(ACTION_COL).isin("skip", *deletes))
+        .persist()
+    )
+    try:
+        counts = {r[0]: r[1] for r in labelled.groupBy(ACTION_COL).count().collect()}
+        adds, written, _ = write_files(
+            result.drop(ACTION_COL), snapshot.root, snapshot.partition_columns, out_schema
+        )
+    finally:
+        result.unpersist()
+
+    def total(prefix: str, kind: str) -> int:
+        group = {"m": matched, "b": by_source, "n": inserts}[prefix]
+        return sum(counts.get(f"{prefix}{i}", 0) for i, c in enumerate(group) if c.action == kind)
+
+    removes = _removes(snapshot, touched)
+    metrics = {
+        "numSourceRows": source.count(),
+        "numTargetRowsInserted": total("n", "insert"),
+        "numTargetRowsUpdated": total("m", "update") + total("b", "update"),
+        "numTargetRowsMatchedUpdated": total("m", "update"),
+        "numTargetRowsNotMatchedBySourceUpdated": total("b", "update"),
+        "numTargetRowsDeleted": total("m", "delete") + total("b", "delete"),
+        "numTargetRowsMatchedDeleted": total("m", "delete"),
+        "numTargetRowsNotMatchedBySourceDeleted": total("b", "delete"),
+        "numTargetRowsCopied": counts.get("keep", 0),
+        "numOutputRows": written,
+        "numTargetFilesAdded": len(adds),
+        "numTargetFilesRemoved": len(removes),
+    }
+    params = {"predicate": str(condition), "clauses": len(clauses)}
+    version = _commit(
+        dlog,
+        snapshot,
+        adds,
+        removes,
+        out_schema,
+        "MERGE",
+        params,
+        metrics,
+        evolve=out_schema != schema,
+        txn=txn,
+    )
+    return Result(version, metrics)
+
+
+def _holds(condition: ExprLike | None) -> Column:
+    return F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))
+
+
+def _assigned(clause: Clause, name: str, src: DataFrame, current: Column | None) -> Column | None:
+    """The value a clause gives column ``name`` (None: the clause leaves it as is)."""
+    if clause.assignments is None:  # updateAll / insertAll: same-named source column
+        match = next((c for c in src.columns if c.lower() == name.lower() and c != SRC_COL), None)
+        return src[match] if match is not None else current
+    for key, value in clause.assignments.items():
+        if key.split(".")[-1].strip("`").lower() == name.lower():
+            return as_column(value)
+    return current
