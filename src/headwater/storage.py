@@ -32,11 +32,6 @@ def join(root: str, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *[p.strip("/") for p in parts]])
 
 
-def exists(path: str) -> bool:
-    fs, p = filesystem(path)
-    return fs.get_file_info(p).type != pafs.FileType.NotFound
-
-
 def is_nonempty_dir(path: str) -> bool:
     fs, p = filesystem(path)
     if fs.get_file_info(p).type != pafs.FileType.Directory:
