@@ -101,8 +101,8 @@ class Snapshot:
         mapping = self.configuration.get("delta.columnMapping.mode", "none")
         if mapping != "none" and "columnMapping" not in unsupported:
             unsupported.append("columnMapping")
-        if "deletionVectors" in unsupported and not self._has_deletion_vectors():
-            unsupported.remove("deletionVectors")
+        if "deletionVectors" in unsupported:
+            unsupported.remove("deletionVectors")  # applied by the Python read path
         if unsupported:
             raise UnsupportedFeatureError(
                 f"Delta table at {self.root} uses reader feature(s) {', '.join(unsupported)} "
@@ -110,12 +110,29 @@ class Snapshot:
                 "cannot read yet. Read it with an engine that supports these features."
             )
 
-    def _has_deletion_vectors(self) -> bool:
-        names = self.add_actions.column_names
-        dv_cols = [c for c in names if c.startswith("deletionVector")]
-        return any(
-            self.add_actions.column(c).null_count < self.add_actions.num_rows for c in dv_cols
+    @cached_property
+    def deletion_vectors(self) -> dict[str, tuple[bool, ...]]:
+        """Row selection (True = row is live) of each file that has a deletion vector,
+        keyed by absolute path; rows past the end of a vector are live."""
+        features = set(self.table.protocol().reader_features or [])
+        if "deletionVectors" not in features:
+            return {}
+        vectors = pa.table(self.table.deletion_vectors().read_all())
+        paths = [_uri_to_path(u) for u in vectors.column("filepath").to_pylist()]
+        return dict(
+            zip(
+                paths,
+                (tuple(v) for v in vectors.column("selection_vector").to_pylist()),
+                strict=True,
+            )
         )
+
+
+def _uri_to_path(uri: str) -> str:
+    from urllib.parse import urlparse
+
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
 class DeltaLog:

@@ -80,6 +80,8 @@ def native_eligible(snapshot: Snapshot) -> bool:
     """True when Spark's Parquet scan of the file list yields exactly the snapshot's rows."""
     schema: StructType = snapshot.schema
     parts = snapshot.partition_columns
+    if snapshot.deletion_vectors:
+        return False  # Spark's scan cannot drop the deleted rows; the Python path does
     by_name = {f.name: f for f in schema}
     if any(not isinstance(by_name[c].dataType, _NATIVE_PARTITION_TYPES) for c in parts):
         return False

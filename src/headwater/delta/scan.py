@@ -29,6 +29,7 @@ class FileTask:
     path: str  # absolute path or URI
     size: int
     partition_values: tuple[tuple[str, str | None], ...]
+    selection: tuple[bool, ...] | None = None  # deletion vector: False = deleted row
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
@@ -55,7 +56,14 @@ def read_file(task: FileTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
         pf = pq.ParquetFile(handle)
         file_names = set(pf.schema_arrow.names)
         wanted = [f.name for f in target if f.name in file_names and f.name not in parts]
+        offset = 0
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=wanted, use_threads=False):
+            n = batch.num_rows
+            if task.selection is not None:
+                live = list(task.selection[offset : offset + n])
+                live += [True] * (n - len(live))
+                batch = batch.filter(pa.array(live, pa.bool_()))
+            offset += n
             yield conform(batch, target, parts)
 
 

@@ -105,8 +105,14 @@ class DeltaBatchReader(DataSourceReader):
             mask = keep_mask(snapshot.add_actions, self.filters, snapshot.partition_columns)
             keep = pa.array(mask).to_pylist()
             files = [f for f, k in zip(files, keep, strict=True) if k]
+        dvs = snapshot.deletion_vectors
         tasks = [
-            FileTask(f.absolute(snapshot.root), f.size, tuple(sorted(f.partition_values.items())))
+            FileTask(
+                f.absolute(snapshot.root),
+                f.size,
+                tuple(sorted(f.partition_values.items())),
+                dvs.get(f.absolute(snapshot.root)),
+            )
             for f in files
         ]
         return plan_partitions(tasks)

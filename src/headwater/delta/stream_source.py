@@ -151,8 +151,14 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         snapshot = self.log.snapshot(version=version)
         snapshot.check_readable()
         files = sorted(snapshot.files, key=lambda f: (f.modification_time, f.path))
+        dvs = snapshot.deletion_vectors
         return [
-            FileTask(f.absolute(self.log.root), f.size, tuple(sorted(f.partition_values.items())))
+            FileTask(
+                f.absolute(self.log.root),
+                f.size,
+                tuple(sorted(f.partition_values.items())),
+                dvs.get(f.absolute(self.log.root)),
+            )
             for f in files
         ]
 

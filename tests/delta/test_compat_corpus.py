@@ -1,0 +1,118 @@
+"""Tables other engines wrote (../shared/compat/delta-tables): the reference rows, or a
+named error — never wrong rows. The reference is delta-rs's DataFusion reader."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, QueryBuilder
+
+from headwater.errors import HeadwaterError
+from tests.conftest import REPO
+
+CORPUS = REPO.parent / "shared" / "compat" / "delta-tables"
+TABLES = (
+    sorted(p.name for p in CORPUS.iterdir() if (p / "_delta_log").is_dir())
+    if CORPUS.is_dir()
+    else []
+)
+# Where the reference reader is wrong: delta-rs overflows INT96 nanoseconds for year 9999,
+# which Spark wrote and reads back (and so do we).
+EXPECTED_INSTEAD = {
+    "table_with_edge_timestamps": [
+        {
+            "BIG_DATE": dt.datetime(9999, 12, 31),
+            "NORMAL_DATE": dt.datetime(2022, 1, 1),
+            "SOME_VALUE": 1,
+        },
+        {
+            "BIG_DATE": dt.datetime(9999, 12, 30),
+            "NORMAL_DATE": dt.datetime(2022, 2, 1),
+            "SOME_VALUE": 2,
+        },
+    ],
+}
+OUTCOMES: dict[str, str] = {}
+
+
+def _reference(path: Path) -> pa.Table | Exception:
+    try:
+        return pa.table(
+            QueryBuilder()
+            .register("t", DeltaTable(str(path)))
+            .execute("select * from t")
+            .read_all()
+        )
+    except Exception as e:  # the reference engine itself refuses: missing files, unknown features
+        return e
+
+
+def _canonical(rows: list[dict]) -> list[str]:
+    def norm(v):
+        if isinstance(v, dt.datetime) and v.tzinfo is not None:
+            return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+            return {str(k): norm(x) for k, x in v}  # an Arrow map: key/value pairs
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        if isinstance(v, tuple):  # map entries as arrow gives them
+            return [norm(x) for x in v]
+        return v
+
+    return sorted(
+        json.dumps({k: norm(v) for k, v in r.items()}, default=str, sort_keys=True) for r in rows
+    )
+
+
+@pytest.mark.skipif(not TABLES, reason="compat corpus not present beside the repository")
+@pytest.mark.parametrize("name", TABLES)
+def test_corpus_table_reads_like_its_writer_or_fails_by_name(spark, name):
+    path = CORPUS / name
+    reference = _reference(path)
+    try:
+        ours = spark.read.format("delta").load(str(path))
+        rows = [r.asDict(recursive=True) for r in ours.collect()]
+    except HeadwaterError as e:
+        OUTCOMES[name] = f"named error: {type(e).__name__}"
+        assert name in str(e) or str(path) in str(e) or "Delta" in str(e)
+        return
+    except Exception as e:  # Spark's own error for a missing data file names the file
+        message = str(e)
+        assert isinstance(reference, Exception), (
+            f"{name}: we failed where the reference read it: {message[:300]}"
+        )
+        named = (
+            "does not exist",
+            "FileNotFound",
+            "not found",
+            "referenced by the Delta log but missing",
+        )
+        assert any(n in message for n in named), message[:500]
+        OUTCOMES[name] = "named error: missing file"
+        return
+    if isinstance(reference, Exception):
+        # Only acceptable when the reference fails for a feature it lacks, not for missing data.
+        assert "Failed to fetch metadata" not in str(reference), (
+            f"{name}: read although files are missing"
+        )
+        OUTCOMES[name] = f"read (reference refused: {str(reference)[:60]})"
+        return
+    if reference.num_rows > 50_000:
+        assert len(rows) == reference.num_rows
+        OUTCOMES[name] = f"pass ({len(rows)} rows, count only)"
+        return
+    expected = _canonical(EXPECTED_INSTEAD.get(name) or reference.to_pylist())
+    assert _canonical(rows) == expected, f"{name}: rows differ from the writing engine's"
+    OUTCOMES[name] = f"pass ({len(rows)} rows)"
+
+
+def test_corpus_outcomes_are_listed():
+    """Prints each table's outcome (run with -s to see the list)."""
+    for name in TABLES:
+        print(f"{name:45s} {OUTCOMES.get(name, 'not run')}")
