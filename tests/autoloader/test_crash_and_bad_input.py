@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from tests.autoloader.helpers import start_ingest
 from tests.conftest import REPO, run_python
 
 INGEST = textwrap.dedent(
@@ -74,16 +75,7 @@ def test_ingest_killed_repeatedly_while_files_land_holds_every_record_once(spark
 
 
 def _ingest(spark, land, ck, out, **options):
-    reader = spark.readStream.format("cloudFiles").option("cloudFiles.schemaLocation", ck)
-    for k, v in options.items():
-        reader = reader.option(k.replace("__", "."), v)
-    q = (
-        reader.load(land)
-        .writeStream.format("delta")
-        .option("checkpointLocation", ck)
-        .trigger(availableNow=True)
-        .start(out)
-    )
+    q = start_ingest(spark, land, ck, out, fmt=None, **options)
     q.awaitTermination()
     return q
 
@@ -154,32 +146,19 @@ def test_ragged_csv_and_parquet_with_conflicting_types(spark, tmp_path):
     assert json.loads(rows[1]["_rescued_data"])["_c2"] == "EXTRA"
 
     pland, pck, pout = str(tmp_path / "pl"), str(tmp_path / "pck"), str(tmp_path / "pout")
+    parquet_rescue = {"cloudFiles__format": "parquet", "cloudFiles__schemaEvolutionMode": "rescue"}
     os.makedirs(pland)
     pq.write_table(
         pa.table({"id": pa.array([1, 2], pa.int64()), "v": pa.array([10, 20], pa.int64())}),
         os.path.join(pland, "a.parquet"),
     )
-    _ingest(
-        spark,
-        pland,
-        pck,
-        pout,
-        cloudFiles__format="parquet",
-        cloudFiles__schemaEvolutionMode="rescue",
-    )
+    _ingest(spark, pland, pck, pout, **parquet_rescue)
     # A later file disagrees on the type of v: its values are rescued, not dropped.
     pq.write_table(
         pa.table({"id": pa.array([3], pa.int64()), "v": pa.array(["thirty"])}),
         os.path.join(pland, "b.parquet"),
     )
-    _ingest(
-        spark,
-        pland,
-        pck,
-        pout,
-        cloudFiles__format="parquet",
-        cloudFiles__schemaEvolutionMode="rescue",
-    )
+    _ingest(spark, pland, pck, pout, **parquet_rescue)
     rows = sorted(DeltaTable(pout).to_pyarrow_table().to_pylist(), key=lambda r: r["id"])
     assert [(r["id"], r["v"]) for r in rows][:2] == [(1, 10), (2, 20)]
     assert rows[2]["v"] is None and json.loads(rows[2]["_rescued_data"])["v"] == "thirty"

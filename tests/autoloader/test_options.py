@@ -8,6 +8,8 @@ import time
 
 from deltalake import DeltaTable
 
+from tests.autoloader.helpers import start_ingest
+
 
 def _write(path, text, mtime=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -19,22 +21,7 @@ def _write(path, text, mtime=None):
 
 def _run(spark, tmp_path, fmt="json", schema="id string", **options):
     land, ck, out = str(tmp_path / "land"), str(tmp_path / "ck"), str(tmp_path / "out")
-    reader = (
-        spark.readStream.format("cloudFiles")
-        .option("cloudFiles.format", fmt)
-        .option("cloudFiles.schemaLocation", ck)
-    )
-    for k, v in options.items():
-        reader = reader.option(k.replace("__", "."), v)
-    if schema:
-        reader = reader.schema(schema)
-    q = (
-        reader.load(land)
-        .writeStream.format("delta")
-        .option("checkpointLocation", ck)
-        .trigger(availableNow=True)
-        .start(out)
-    )
+    q = start_ingest(spark, land, ck, out, fmt, schema or None, **options)
     q.awaitTermination()
     return q, (DeltaTable(out).to_pyarrow_table().to_pylist() if os.path.exists(out) else [])
 

@@ -13,6 +13,7 @@ from pyspark.errors import StreamingQueryException
 
 from headwater.autoloader import cloud_files_state, run_with_schema_evolution
 from headwater.errors import OptionError
+from tests.autoloader.helpers import start_ingest
 
 
 def _jsonl(path, rows, mtime=None):
@@ -30,20 +31,9 @@ def dirs(tmp_path):
 
 
 def _ingest(spark, d, fmt="json", trigger=None, schema=None, **options):
-    reader = spark.readStream.format("cloudFiles").option("cloudFiles.format", fmt)
-    reader = reader.option("cloudFiles.schemaLocation", d["ckpt"])
-    for k, v in options.items():
-        reader = reader.option(k.replace("__", "."), v)
-    if schema is not None:
-        reader = reader.schema(schema)
-    df = reader.load(d["land"])
-    writer = (
-        df.writeStream.format("delta")
-        .option("checkpointLocation", d["ckpt"])
-        .option("mergeSchema", "true")
+    return start_ingest(
+        spark, d["land"], d["ckpt"], d["out"], fmt, schema, trigger, merge_schema=True, **options
     )
-    writer = writer.trigger(**(trigger or {"availableNow": True}))
-    return writer.start(d["out"])
 
 
 def _rows(spark, d, order="id"):
