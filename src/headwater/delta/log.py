@@ -113,19 +113,31 @@ class Snapshot:
     @cached_property
     def deletion_vectors(self) -> dict[str, tuple[bool, ...]]:
         """Row selection (True = row is live) of each file that has a deletion vector,
-        keyed by absolute path; rows past the end of a vector are live."""
+        keyed by the file's path relative to the table (delta-rs may report the root
+        resolved through symlinks); rows past the end of a vector are live."""
         features = set(self.table.protocol().reader_features or [])
         if "deletionVectors" not in features:
             return {}
         vectors = pa.table(self.table.deletion_vectors().read_all())
-        paths = [_uri_to_path(u) for u in vectors.column("filepath").to_pylist()]
-        return dict(
-            zip(
-                paths,
-                (tuple(v) for v in vectors.column("selection_vector").to_pylist()),
-                strict=True,
-            )
-        )
+        by_name: dict[str, list[str]] = {}
+        for f in self.files:
+            by_name.setdefault(f.path.rsplit("/", 1)[-1], []).append(f.path)
+        out: dict[str, tuple[bool, ...]] = {}
+        for uri, selection in zip(
+            vectors.column("filepath").to_pylist(),
+            vectors.column("selection_vector").to_pylist(),
+            strict=True,
+        ):
+            path = _uri_to_path(uri)
+            matches = [
+                rel for rel in by_name.get(path.rsplit("/", 1)[-1], []) if path.endswith("/" + rel)
+            ]
+            if len(matches) != 1:
+                raise CorruptLogError(
+                    f"Deletion vector of {uri} matches no single live file of {self.root}."
+                )
+            out[matches[0]] = tuple(selection)
+        return out
 
 
 def _uri_to_path(uri: str) -> str:

@@ -86,7 +86,9 @@ def native_eligible(snapshot: Snapshot) -> bool:
     if any(not isinstance(by_name[c].dataType, _NATIVE_PARTITION_TYPES) for c in parts):
         return False
     if any(f.name.lower() != f.name and f.name in parts for f in schema):
-        return False  # mixed-case partition names: not verified against Spark's discovery; exact path
+        return (
+            False  # mixed-case partition names: not verified against Spark's discovery; exact path
+        )
     for f in snapshot.files:
         name = f.path.rsplit("/", 1)[-1]
         if name.startswith(("_", ".")) or _GLOB_CHARS & set(f.path):

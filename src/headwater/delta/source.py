@@ -111,7 +111,7 @@ class DeltaBatchReader(DataSourceReader):
                 f.absolute(snapshot.root),
                 f.size,
                 tuple(sorted(f.partition_values.items())),
-                dvs.get(f.absolute(snapshot.root)),
+                dvs.get(f.path),
             )
             for f in files
         ]

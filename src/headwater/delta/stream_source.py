@@ -157,7 +157,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f.absolute(self.log.root),
                 f.size,
                 tuple(sorted(f.partition_values.items())),
-                dvs.get(f.absolute(self.log.root)),
+                dvs.get(f.path),
             )
             for f in files
         ]
