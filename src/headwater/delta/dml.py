@@ -54,7 +54,7 @@ class Result:
 
 
 def _target(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
-    snapshot.check_readable()
+    snapshot.check_writable()
     if snapshot.files and not native_eligible(snapshot):
         raise UnsupportedFeatureError(
             f"DELETE/UPDATE/MERGE on {snapshot.root} needs a hive-style file layout, which this "

@@ -21,6 +21,7 @@ from deltalake.exceptions import TableNotFoundError as RsTableNotFoundError
 from pyspark.sql.types import StructType
 
 from headwater import storage
+from headwater.delta import mapping
 from headwater.errors import (
     CorruptLogError,
     NotADeltaTableError,
@@ -28,9 +29,16 @@ from headwater.errors import (
     UnsupportedFeatureError,
 )
 
-# Reader features whose data we read correctly. Column mapping and deletion vectors change
-# which rows and columns a file holds; they are refused by name until supported.
-SUPPORTED_READER_FEATURES = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening"}
+# Reader features whose data we read correctly (deletion vectors and column mapping are
+# handled by the Python read path); any other is refused by name.
+SUPPORTED_READER_FEATURES = {
+    "timestampNtz",
+    "v2Checkpoint",
+    "vacuumProtocolCheck",
+    "typeWidening",
+    "columnMapping",
+    "deletionVectors",
+}
 
 
 @dataclass(frozen=True)
@@ -67,9 +75,27 @@ class Snapshot:
         return dict(self.table.metadata().configuration)
 
     @cached_property
+    def physical_schema(self) -> StructType | None:
+        """The schema under the names the data files use; None without column mapping."""
+        if mapping.mode(self.configuration) == "none":
+            return None
+        return mapping.physical_schema(self.schema)
+
+    @cached_property
     def add_actions(self) -> pa.Table:
-        """One row per live file: path, size_bytes, partition.*, num_records, min.*, max.*."""
-        return pa.table(self.table.get_add_actions(flatten=True))
+        """One row per live file: path, size_bytes, partition.*, num_records, min.*, max.*
+        (stats under logical column names)."""
+        actions = pa.table(self.table.get_add_actions(flatten=True))
+        if self.physical_schema is None:
+            return actions
+        logical = mapping.logical_paths(self.schema)
+        names = []
+        for name in actions.column_names:
+            stat, _, column = name.partition(".")
+            if stat in ("min", "max", "null_count") and column in logical:
+                name = f"{stat}.{logical[column]}"
+            names.append(name)
+        return actions.rename_columns(names)
 
     @cached_property
     def files(self) -> list[DataFile]:
@@ -93,16 +119,27 @@ class Snapshot:
             for i, (p, s, m) in enumerate(zip(paths, sizes, mtimes, strict=True))
         ]
 
+    def check_writable(self) -> None:
+        """Refuse, by name, writes that would break a table another engine wrote."""
+        self.check_readable()
+        if self.physical_schema is not None:
+            raise UnsupportedFeatureError(
+                f"Delta table at {self.root} uses column mapping (mode "
+                f"{mapping.mode(self.configuration)}); headwater reads such tables but cannot "
+                "write them yet. Write it with delta-spark or Databricks, or copy it into a new "
+                "table (CREATE TABLE ... AS SELECT) to write with headwater."
+            )
+
     def check_readable(self) -> None:
         """Refuse, by name, tables whose rows we would get wrong."""
         protocol = self.table.protocol()
         features = set(protocol.reader_features or [])
         unsupported = sorted(features - SUPPORTED_READER_FEATURES)
-        mapping = self.configuration.get("delta.columnMapping.mode", "none")
-        if mapping != "none" and "columnMapping" not in unsupported:
-            unsupported.append("columnMapping")
-        if "deletionVectors" in unsupported:
-            unsupported.remove("deletionVectors")  # applied by the Python read path
+        mode = mapping.mode(self.configuration)
+        if mode not in mapping.MODES and "columnMapping" not in unsupported:
+            unsupported.append(f"columnMapping (mode {mode})")
+        if "columnMapping" in unsupported and mode in mapping.MODES:
+            unsupported.remove("columnMapping")  # physical names resolved by the reader
         if unsupported:
             raise UnsupportedFeatureError(
                 f"Delta table at {self.root} uses reader feature(s) {', '.join(unsupported)} "

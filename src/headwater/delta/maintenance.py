@@ -132,7 +132,7 @@ class OptimizeBuilder:
 
         dlog = DeltaLog(self._path)
         snap = dlog.snapshot()
-        snap.check_readable()
+        snap.check_writable()
         candidates = [f for f in snap.files if f.size < SMALL_FILE_BYTES]
         if self._where:
             chosen = _partition_only(self._spark, snap, F.expr(self._where))

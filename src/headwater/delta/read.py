@@ -82,6 +82,8 @@ def native_eligible(snapshot: Snapshot) -> bool:
     parts = snapshot.partition_columns
     if snapshot.deletion_vectors:
         return False  # Spark's scan cannot drop the deleted rows; the Python path does
+    if snapshot.physical_schema is not None:
+        return False  # files hold physical column names; the Python path renames them
     by_name = {f.name: f for f in schema}
     if any(not isinstance(by_name[c].dataType, _NATIVE_PARTITION_TYPES) for c in parts):
         return False

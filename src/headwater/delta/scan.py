@@ -17,6 +17,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from headwater import storage
+from headwater.delta import mapping
 from headwater.errors import CorruptLogError
 
 BATCH_ROWS = 65536
@@ -36,13 +37,20 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def read_files(tasks: list[FileTask], schema: StructType) -> Iterator[pa.RecordBatch]:
+def read_files(
+    tasks: list[FileTask], schema: StructType, physical: StructType | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Rows of ``tasks`` in ``schema``; ``physical`` is the same schema under the names the
+    files use, for column-mapped tables."""
     target = arrow_schema(schema)
+    stored = arrow_schema(physical) if physical is not None else None
     for task in tasks:
-        yield from read_file(task, target)
+        yield from read_file(task, target, stored)
 
 
-def read_file(task: FileTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+def read_file(
+    task: FileTask, target: pa.Schema, physical: pa.Schema | None = None
+) -> Iterator[pa.RecordBatch]:
     fs, path = storage.filesystem(task.path)
     try:
         handle = fs.open_input_file(path)
@@ -55,7 +63,12 @@ def read_file(task: FileTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
     with handle:
         pf = pq.ParquetFile(handle)
         file_names = set(pf.schema_arrow.names)
-        wanted = [f.name for f in target if f.name in file_names and f.name not in parts]
+        stored = physical or target
+        wanted = [
+            p.name
+            for p, f in zip(stored, target, strict=True)
+            if p.name in file_names and f.name not in parts
+        ]
         offset = 0
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=wanted, use_threads=False):
             n = batch.num_rows
@@ -64,7 +77,21 @@ def read_file(task: FileTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
                 live += [True] * (n - len(live))
                 batch = batch.filter(pa.array(live, pa.bool_()))
             offset += n
+            if physical is not None:
+                batch = _logical(batch, physical, target, parts)
             yield conform(batch, target, parts)
+
+
+def _logical(
+    batch: pa.RecordBatch, physical: pa.Schema, target: pa.Schema, parts: dict
+) -> pa.RecordBatch:
+    names, arrays = [], []
+    for p, f in zip(physical, target, strict=True):
+        idx = batch.schema.get_field_index(p.name)
+        if idx >= 0 and f.name not in parts:
+            names.append(f.name)
+            arrays.append(mapping.rename(batch.column(idx), p.type, f.type))
+    return pa.RecordBatch.from_arrays(arrays, names=names) if names else batch.select([])
 
 
 def conform(

@@ -9,6 +9,7 @@ to :mod:`headwater.delta.write`, which uses Spark's native Parquet writer.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -60,26 +61,34 @@ class DeltaDataSource(DataSource):
 
 
 class FilePartition(InputPartition):
-    def __init__(self, tasks: list[FileTask]) -> None:
+    def __init__(self, tasks: list[FileTask], physical: str | None = None) -> None:
         super().__init__(tasks)
         self.tasks = tasks
+        self.physical = physical  # JSON of the physical schema (column-mapped tables)
+
+    @property
+    def physical_schema(self) -> StructType | None:
+        return StructType.fromJson(json.loads(self.physical)) if self.physical else None
 
 
 def plan_partitions(
-    tasks: list[FileTask], target_bytes: int = TARGET_PARTITION_BYTES
+    tasks: list[FileTask],
+    target_bytes: int = TARGET_PARTITION_BYTES,
+    physical: StructType | None = None,
 ) -> list[FilePartition]:
     """Pack files into partitions of about ``target_bytes`` (at least one partition)."""
+    phys = json.dumps(physical.jsonValue()) if physical is not None else None
     partitions: list[FilePartition] = []
     current: list[FileTask] = []
     size = 0
     for task in sorted(tasks, key=lambda t: t.path):
         if current and size + task.size > target_bytes:
-            partitions.append(FilePartition(current))
+            partitions.append(FilePartition(current, phys))
             current, size = [], 0
         current.append(task)
         size += task.size
     if current or not partitions:
-        partitions.append(FilePartition(current))
+        partitions.append(FilePartition(current, phys))
     return partitions
 
 
@@ -96,8 +105,10 @@ class DeltaBatchReader(DataSourceReader):
         yield from filters
 
     def partitions(self) -> Sequence[InputPartition]:
+        # Spark hands Python sources their options with lower-cased keys.
+        opts = {k.lower(): v for k, v in self.options.items()}
         snapshot = DeltaLog(self.path).snapshot(
-            version=self.options.get("versionAsOf"), timestamp=self.options.get("timestampAsOf")
+            version=opts.get("versionasof"), timestamp=opts.get("timestampasof")
         )
         snapshot.check_readable()
         files = snapshot.files
@@ -115,7 +126,15 @@ class DeltaBatchReader(DataSourceReader):
             )
             for f in files
         ]
-        return plan_partitions(tasks)
+        return plan_partitions(tasks, physical=physical_for(snapshot, self.schema))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_files(partition.tasks, self.schema)
+        yield from read_files(partition.tasks, self.schema, partition.physical_schema)
+
+
+def physical_for(snapshot, schema: StructType) -> StructType | None:
+    """The physical names of ``schema``'s columns (None without column mapping)."""
+    if snapshot.physical_schema is None:
+        return None
+    by_name = dict(zip(snapshot.schema.fieldNames(), snapshot.physical_schema.fields, strict=True))
+    return StructType([by_name.get(f.name, f) for f in schema.fields])

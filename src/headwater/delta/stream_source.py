@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -33,8 +34,8 @@ from headwater import storage
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import as_bool, as_bytes, as_int
 from headwater.delta.scan import FileTask, read_files
-from headwater.delta.source import plan_partitions
-from headwater.errors import StreamingSourceChangedError
+from headwater.delta.source import physical_for, plan_partitions
+from headwater.errors import StreamingSourceChangedError, UnsupportedFeatureError
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +129,20 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             upto = stop.index if stop.version == pos.version else len(files)
             tasks.extend(files[pos.index : upto])
             pos = Position(pos.version + 1, 0, False)
-        return list(plan_partitions(tasks))
+        return list(plan_partitions(tasks, physical=self._physical))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_files(partition.tasks, self.schema)
+        yield from read_files(partition.tasks, self.schema, partition.physical_schema)
+
+    @cached_property
+    def _physical(self) -> StructType | None:
+        return physical_for(self.log.snapshot(), self.schema)
+
+    @cached_property
+    def _logical_partition_names(self) -> dict[str, str]:
+        if self._physical is None:
+            return {}
+        return {p.name: f.name for p, f in zip(self._physical, self.schema, strict=True)}
 
     def commit(self, end: dict) -> None:
         version = Position.of(end).version
@@ -187,11 +198,22 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     "commits that only delete data, set 'ignoreDeletes' to 'true'. Or restart the "
                     "query from a later version with 'startingVersion'."
                 )
+        if any(a.get("deletionVector") for a in adds):
+            raise UnsupportedFeatureError(
+                f"Version {version} of the source table {self.log.root} adds files with deletion "
+                "vectors (a DELETE/UPDATE/MERGE by another engine); streaming them is not "
+                "supported yet. Use 'skipChangeCommits', or read the table in batch."
+            )
+        names = self._logical_partition_names
         return [
             FileTask(
                 storage.join(self.log.root, unquote(a["path"])),
                 int(a.get("size", 0)),
-                tuple(sorted((a.get("partitionValues") or {}).items())),
+                tuple(
+                    sorted(
+                        (names.get(k, k), v) for k, v in (a.get("partitionValues") or {}).items()
+                    )
+                ),
             )
             for a in adds
         ]

@@ -68,6 +68,8 @@ def write_dataframe(
     except TableNotFoundError:
         snapshot = None  # a new table (a non-Delta directory was refused above)
     exists = snapshot is not None
+    if exists and not (mode == "overwrite" and opts.overwrite_schema):
+        snapshot.check_writable()
     if exists and mode == "error":
         raise TableAlreadyExistsError(
             f"A Delta table already exists at {dlog.root}; use mode('append') or mode('overwrite')."

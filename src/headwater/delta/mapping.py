@@ -1,0 +1,89 @@
+"""Column mapping: logical column names in the schema, physical names in the files.
+
+Tables with ``delta.columnMapping.mode`` = ``name`` or ``id`` (written by Databricks and
+delta-spark to allow renames and drops) store each column under the physical name kept in
+the field's metadata; the log's partition values and stats use physical names too. Readers
+look columns up by physical name and present them under their logical names.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+
+PHYSICAL_NAME = "delta.columnMapping.physicalName"
+MODES = ("none", "name", "id")
+
+
+def mode(configuration: dict[str, str]) -> str:
+    return configuration.get("delta.columnMapping.mode", "none").lower()
+
+
+def physical_schema(logical: StructType) -> StructType:
+    """The schema as the data files hold it (physical names at every nesting level)."""
+    return _physical(logical)  # type: ignore[return-value]
+
+
+def _physical(t: DataType) -> DataType:
+    if isinstance(t, StructType):
+        return StructType(
+            [
+                StructField(
+                    (f.metadata or {}).get(PHYSICAL_NAME, f.name),
+                    _physical(f.dataType),
+                    f.nullable,
+                    f.metadata,
+                )
+                for f in t.fields
+            ]
+        )
+    if isinstance(t, ArrayType):
+        return ArrayType(_physical(t.elementType), t.containsNull)
+    if isinstance(t, MapType):
+        return MapType(_physical(t.keyType), _physical(t.valueType), t.valueContainsNull)
+    return t
+
+
+def logical_paths(logical: StructType) -> dict[str, str]:
+    """Dotted physical path -> dotted logical path of every (nested) struct field, to
+    rename the log's stats columns."""
+    out: dict[str, str] = {}
+
+    def walk(struct: StructType, phys: str, logi: str) -> None:
+        for f in struct.fields:
+            p = (f.metadata or {}).get(PHYSICAL_NAME, f.name)
+            pp, lp = f"{phys}{p}", f"{logi}{f.name}"
+            out[pp] = lp
+            if isinstance(f.dataType, StructType):
+                walk(f.dataType, pp + ".", lp + ".")
+
+    walk(logical, "", "")
+    return out
+
+
+def rename(arr: pa.Array, physical: pa.DataType, logical: pa.DataType) -> pa.Array:
+    """``arr`` (read under physical names) with the field names of ``logical``.
+
+    Nested fields are matched by physical name, so files written before a column was
+    added (missing the field) come back with nulls for it.
+    """
+    if pa.types.is_struct(logical) and pa.types.is_struct(arr.type):
+        children = []
+        for i, lf in enumerate(logical):
+            pname = physical.field(i).name
+            idx = arr.type.get_field_index(pname)
+            if idx < 0:
+                children.append(pa.nulls(len(arr), lf.type))
+            else:
+                children.append(rename(arr.field(idx), physical.field(i).type, lf.type))
+        return pa.StructArray.from_arrays(children, fields=list(logical), mask=arr.is_null())
+    if pa.types.is_list(logical) and pa.types.is_list(arr.type):
+        values = rename(arr.values, physical.value_type, logical.value_type)
+        return pa.ListArray.from_arrays(
+            arr.offsets, values, type=pa.list_(logical.value_field), mask=arr.is_null()
+        )
+    if pa.types.is_map(logical) and pa.types.is_map(arr.type):
+        keys = rename(arr.keys, physical.key_type, logical.key_type)
+        items = rename(arr.items, physical.item_type, logical.item_type)
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=logical, mask=arr.is_null())
+    return arr
