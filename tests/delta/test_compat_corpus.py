@@ -112,12 +112,6 @@ def test_corpus_table_reads_like_its_writer_or_fails_by_name(spark, name):
     OUTCOMES[name] = f"pass ({len(rows)} rows)"
 
 
-def test_corpus_outcomes_are_listed():
-    """Prints each table's outcome (run with -s to see the list)."""
-    for name in TABLES:
-        print(f"{name:45s} {OUTCOMES.get(name, 'not run')}")
-
-
 def _earlier_versions(path: Path, most: int = 6) -> list[int]:
     """Up to ``most`` earlier versions whose commit the log still holds, spread evenly."""
     log = path / "_delta_log"
@@ -154,3 +148,47 @@ def test_corpus_table_earlier_versions_read_like_the_reference(spark, name):
         )
         checked.append(version)
     OUTCOMES[f"{name} (earlier)"] = f"versions {checked}"
+
+
+CDF_TABLES = [
+    name
+    for name in TABLES
+    if any(
+        '"delta.enableChangeDataFeed":"true"' in p.read_text()
+        for p in (CORPUS / name / "_delta_log").glob("*.json")
+    )
+]
+
+
+@pytest.mark.skipif(not CDF_TABLES, reason="compat corpus not present beside the repository")
+@pytest.mark.parametrize("name", CDF_TABLES)
+def test_corpus_change_feed_reads_like_the_reference(spark, name):
+    path = CORPUS / name
+    try:
+        reference = pa.table(DeltaTable(str(path)).load_cdf(starting_version=0).read_all())
+    except Exception as e:
+        OUTCOMES[f"{name} (cdf)"] = f"reference refused: {str(e)[:60]}"
+        return
+    try:
+        df = (
+            spark.read.format("delta")
+            .option("readChangeFeed", "true")
+            .option("startingVersion", 0)
+            .load(str(path))
+        )
+        rows = [r.asDict(recursive=True) for r in df.collect()]
+    except HeadwaterError as e:
+        OUTCOMES[f"{name} (cdf)"] = f"named error: {type(e).__name__}"
+        assert "deletion vectors" in str(e) or "change data" in str(e), str(e)
+        return
+    assert _canonical(rows) == _canonical(reference.to_pylist()), f"{name}: change feed differs"
+    OUTCOMES[f"{name} (cdf)"] = f"pass ({len(rows)} change rows)"
+
+
+def test_corpus_outcomes_are_listed():
+    """Prints each table's outcome (run with -s to see the list)."""
+    for name in TABLES:
+        print(f"{name:45s} {OUTCOMES.get(name, 'not run')}")
+    for name, outcome in sorted(OUTCOMES.items()):
+        if name not in TABLES:
+            print(f"{name:45s} {outcome}")

@@ -60,6 +60,11 @@ class CommitRequest:
     metadata: dict = field(default_factory=dict)
     configuration: dict[str, str] | None = None
     base: DeltaTable | None = None  # the table as the write read it (saves a reload)
+    # Called as ``check_intervening(read_version, version)`` before committing on top of
+    # ``version`` when commits landed after ``read_version`` (-1: the table did not exist);
+    # raise to abort. With it set, delta-rs may not rebase the commit over later versions by
+    # itself, so every intervening commit passes this check (COPY INTO's load record).
+    check_intervening: Callable[[int, int], None] | None = None
 
 
 @dataclass
@@ -180,6 +185,10 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
         mode = "overwrite"
     elif req.mode == "replace" and req.select_removes is not None:
         actions += req.select_removes(Snapshot(log_.root, table.version(), table))
+    if req.check_intervening is not None:
+        read = -1 if req.read_version is None else req.read_version
+        if table.version() > read:
+            req.check_intervening(read, table.version())
     props = _properties(req)
     table.create_write_transaction(
         actions, mode, schemas.to_delta(target), partition_by=partition_by, commit_properties=props
@@ -211,4 +220,7 @@ def _committed_version(
 def _properties(req: CommitRequest) -> CommitProperties:
     txns = [Transaction(req.txn[0], req.txn[1])] if req.txn is not None else None
     metadata = {**req.metadata, "headwaterCommitId": uuid.uuid4().hex}
-    return CommitProperties(custom_metadata=metadata, app_transactions=txns)
+    retries = 0 if req.check_intervening is not None else None  # a conflict comes back here
+    return CommitProperties(
+        custom_metadata=metadata, app_transactions=txns, max_commit_retries=retries
+    )

@@ -10,7 +10,7 @@ table at its previous version; a concurrent commit in between fails the operatio
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from deltalake.transaction import RemoveAction
@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
+from headwater.delta import change_data, raw_commit
 from headwater.delta.commit import CommitRequest, commit
 from headwater.delta.log import DeltaLog, Snapshot
 from headwater.delta.read import native_eligible, read_snapshot
@@ -96,9 +97,31 @@ def _commit(
     metrics: dict[str, int],
     evolve: bool = False,
     txn: tuple[str, int] | None = None,
+    changes: Callable[[], DataFrame] | None = None,
 ) -> int | None:
+    """Commit a DML's removes and adds at once (checked against the version it read).
+
+    ``changes`` builds the changed rows (with ``_change_type``); they are recorded when the
+    table has the change data feed enabled and files were rewritten.
+    """
     if not adds and not removes and not evolve and txn is None:
         return None
+    if changes is not None and removes and change_data.enabled(snapshot.configuration):
+        cdc = change_data.write_changes(changes(), snapshot, schema)
+        return raw_commit.commit_actions(
+            dlog,
+            snapshot,
+            adds=adds,
+            removes=removes,
+            cdc=cdc,
+            operation=operation,
+            info={
+                "operationParameters": {k: str(v) for k, v in parameters.items()},
+                "operationMetrics": {k: str(v) for k, v in metrics.items()},
+            },
+            schema=schema if evolve else None,
+            txn=txn,
+        )
     request = CommitRequest(
         adds=adds,
         schema=schema,
@@ -219,6 +242,12 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
         "DELETE",
         {"predicate": str(condition)},
         metrics,
+        changes=lambda: (
+            target.where(F.col(FILE_COL).isin(list(touched)))
+            .where(F.coalesce(cond, F.lit(False)))
+            .drop(FILE_COL)
+            .withColumn(change_data.CHANGE_TYPE, F.lit("delete"))
+        ),
     )
     return Result(version, metrics)
 
@@ -263,7 +292,18 @@ def update(
         "numAddedFiles": len(adds),
     }
     params = {"predicate": str(condition)}
-    version = _commit(dlog, snapshot, adds, removes, schema, "UPDATE", params, metrics)
+
+    def changes() -> DataFrame:
+        changed = rows.where(F.col(ACTION_COL)).drop(FILE_COL)
+        before = changed.select(*[F.col(f"`{f.name}`") for f in schema])
+        after = out.where(F.col(ACTION_COL)).drop(ACTION_COL)
+        return before.withColumn(change_data.CHANGE_TYPE, F.lit("update_preimage")).unionByName(
+            after.withColumn(change_data.CHANGE_TYPE, F.lit("update_postimage"))
+        )
+
+    version = _commit(
+        dlog, snapshot, adds, removes, schema, "UPDATE", params, metrics, changes=changes
+    )
     return Result(version, metrics)
 
 
@@ -416,6 +456,38 @@ def merge(
         "numTargetFilesRemoved": len(removes),
     }
     params = {"predicate": str(condition), "clauses": len(clauses)}
+
+    def changes() -> DataFrame:
+        updates = [
+            f"{p}{i}"
+            for p, g in (("m", matched), ("b", by_source))
+            for i, c in enumerate(g)
+            if c.action == "update"
+        ]
+        inserted = [f"n{i}" for i, c in enumerate(inserts) if c.action == "insert"]
+        change = F.col(ACTION_COL)
+        after = labelled.select(*columns, ACTION_COL).where(change.isin(*updates, *inserted))
+        after = after.withColumn(
+            change_data.CHANGE_TYPE,
+            F.when(change.isin(*updates), F.lit("update_postimage")).otherwise(F.lit("insert")),
+        )
+        before = labelled.where(change.isin(*updates, *deletes)).select(
+            *[
+                (
+                    F.col(f"{alias}.`{f.name}`")
+                    if any(f.name == t.name for t in schema)
+                    else F.lit(None)
+                )
+                .cast(f.dataType)
+                .alias(f.name)
+                for f in out_schema
+            ],
+            F.when(change.isin(*updates), F.lit("update_preimage"))
+            .otherwise(F.lit("delete"))
+            .alias(change_data.CHANGE_TYPE),
+        )
+        return before.unionByName(after.drop(ACTION_COL))
+
     version = _commit(
         dlog,
         snapshot,
@@ -427,6 +499,7 @@ def merge(
         metrics,
         evolve=out_schema != schema,
         txn=txn,
+        changes=changes,
     )
     return Result(version, metrics)
 

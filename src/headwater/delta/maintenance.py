@@ -79,8 +79,13 @@ def detail(spark: SparkSession, path: str) -> DataFrame:
     return spark.createDataFrame([row], schema)
 
 
-def vacuum(spark: SparkSession, path: str, retention_hours: float | None = None) -> DataFrame:
-    """Delete files no version within the retention window references (default 7 days)."""
+def vacuum(
+    spark: SparkSession, path: str, retention_hours: float | None = None, dry_run: bool = False
+) -> DataFrame:
+    """Delete files no version within the retention window references (default 7 days).
+
+    ``dry_run``: delete nothing, list the files that would be deleted (``VACUUM ... DRY RUN``).
+    """
     hours = MIN_RETENTION_HOURS if retention_hours is None else float(retention_hours)
     check = spark.conf.get("spark.databricks.delta.retentionDurationCheck.enabled", "true").lower()
     if hours < MIN_RETENTION_HOURS and check != "false":
@@ -93,12 +98,13 @@ def vacuum(spark: SparkSession, path: str, retention_hours: float | None = None)
     table = RsTable(path)
     # full=True: also files no commit ever referenced (left by killed writers), as delta-spark does.
     deleted = table.vacuum(
-        retention_hours=int(hours), dry_run=False, enforce_retention_duration=False, full=True
+        retention_hours=int(hours), dry_run=dry_run, enforce_retention_duration=False, full=True
     )
     cutoff = time.time() - hours * 3600
     for info in storage.list_files(storage.join(path, STAGING_DIR)):  # leftovers of killed writes
         if (info.mtime_ns or 0) / 1e9 < cutoff:
-            storage.delete_file(info.path)
+            if not dry_run:
+                storage.delete_file(info.path)
             deleted.append(info.path)
     return spark.createDataFrame([(p,) for p in deleted], "path string")
 

@@ -15,8 +15,16 @@ from headwater.errors import OptionError
 # Options Spark itself adds to every source's option map.
 _SPARK_INTERNAL = {"path", "paths", "__path__"}
 
-READ_OPTIONS = {"versionasof", "timestampasof"}
+CHANGE_FEED_OPTIONS = {
+    "readchangefeed",
+    "startingversion",
+    "startingtimestamp",
+    "endingversion",
+    "endingtimestamp",
+}
+READ_OPTIONS = {"versionasof", "timestampasof", *CHANGE_FEED_OPTIONS}
 STREAM_READ_OPTIONS = {
+    "readchangefeed",
     "startingversion",
     "startingtimestamp",
     "maxfilespertrigger",

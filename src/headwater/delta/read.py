@@ -27,6 +27,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from headwater.delta import cdf
 from headwater.delta.log import DeltaLog, Snapshot
 from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.partitions import NULL_PARTITION, unescape
@@ -52,6 +53,16 @@ def read_delta(spark: SparkSession, path: str, options: dict[str, str] | None = 
 
         raise OptionError("Give only one of versionAsOf and timestampAsOf.")
     dlog = DeltaLog(path)
+    if cdf.requested(opts):
+        from headwater.api_hooks import original
+
+        # Resolve and check the range here, so a bad one fails with our error, not Spark's.
+        start, end = cdf.resolve_range(dlog, opts)
+        cdf.range_tasks(dlog, start, end)
+        reader = spark.read.format("delta").options(
+            readChangeFeed="true", startingVersion=str(start), endingVersion=str(end)
+        )
+        return original("DataFrameReader.load")(reader, dlog.root)
     snapshot = dlog.snapshot(version=opts.get("versionasof"), timestamp=opts.get("timestampasof"))
     return read_snapshot(spark, snapshot)
 

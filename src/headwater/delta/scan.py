@@ -31,6 +31,8 @@ class FileTask:
     size: int
     partition_values: tuple[tuple[str, str | None], ...]
     selection: tuple[bool, ...] | None = None  # deletion vector: False = deleted row
+    # change feed: (change type, or None when the file holds _change_type; version; ms)
+    change: tuple[str | None, int, int] | None = None
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from headwater.delta import cdf
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import READ_OPTIONS, STREAM_READ_OPTIONS, check_known
 from headwater.delta.scan import FileTask, read_files
@@ -42,6 +43,10 @@ class DeltaDataSource(DataSource):
 
     def schema(self) -> StructType:
         opts = self.options
+        if cdf.requested(dict(opts)):
+            snapshot = DeltaLog(self._path()).snapshot()
+            snapshot.check_readable()
+            return cdf.cdf_schema(snapshot.schema)
         version = opts.get("versionAsOf")
         snapshot = DeltaLog(self._path()).snapshot(
             version=version, timestamp=opts.get("timestampAsOf")
@@ -50,7 +55,9 @@ class DeltaDataSource(DataSource):
         return snapshot.schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        check_known(dict(self.options), READ_OPTIONS, "reading a delta table")
+        opts = check_known(dict(self.options), READ_OPTIONS, "reading a delta table")
+        if cdf.requested(opts):
+            return ChangeFeedReader(self._path(), opts, schema)
         return DeltaBatchReader(self._path(), dict(self.options), schema)
 
     def streamReader(self, schema: StructType):
@@ -138,3 +145,22 @@ def physical_for(snapshot, schema: StructType) -> StructType | None:
         return None
     by_name = dict(zip(snapshot.schema.fieldNames(), snapshot.physical_schema.fields, strict=True))
     return StructType([by_name.get(f.name, f) for f in schema.fields])
+
+
+class ChangeFeedReader(DataSourceReader):
+    """``readChangeFeed``: the changes of a version range, in batch."""
+
+    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
+        self.path = path
+        self.options = options
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        dlog = DeltaLog(self.path)
+        start, end = cdf.resolve_range(dlog, self.options)
+        tasks = cdf.range_tasks(dlog, start, end)
+        physical = physical_for(dlog.snapshot(), cdf.data_part(self.schema))
+        return plan_partitions(tasks, physical=physical)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from cdf.read_changes(partition.tasks, self.schema, partition.physical_schema)

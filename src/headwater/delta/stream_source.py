@@ -31,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from headwater import storage
+from headwater.delta import cdf
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import as_bool, as_bytes, as_int
 from headwater.delta.scan import FileTask, read_files
@@ -69,6 +70,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.ignore_changes = as_bool(options.get("ignorechanges"), "ignoreChanges")
         self.starting_version = options.get("startingversion")
         self.starting_timestamp = options.get("startingtimestamp")
+        self.change_feed = cdf.requested(options)
         self.available_now_target: int | None = None
         self._files_cache: dict[tuple[int, bool], list[FileTask]] = {}
 
@@ -132,7 +134,10 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return list(plan_partitions(tasks, physical=self._physical))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_files(partition.tasks, self.schema, partition.physical_schema)
+        if self.change_feed:
+            yield from cdf.read_changes(partition.tasks, self.schema, partition.physical_schema)
+        else:
+            yield from read_files(partition.tasks, self.schema, partition.physical_schema)
 
     @cached_property
     def _physical(self) -> StructType | None:
@@ -161,6 +166,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _snapshot_files(self, version: int) -> list[FileTask]:
         snapshot = self.log.snapshot(version=version)
         snapshot.check_readable()
+        if self.change_feed:
+            return cdf.snapshot_tasks(self.log, snapshot)
         files = sorted(snapshot.files, key=lambda f: (f.modification_time, f.path))
         dvs = snapshot.deletion_vectors
         return [
@@ -182,6 +189,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         metadata = next((a["metaData"] for a in actions if "metaData" in a), None)
         if metadata is not None:
             self._check_schema(version, metadata)
+        if self.change_feed:
+            return cdf.version_tasks(self.log, version, actions, self._logical_partition_names)
         if removes:
             if self.skip_change_commits:
                 return []
@@ -222,7 +231,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         import json
 
         new = StructType.fromJson(json.loads(metadata["schemaString"]))
-        if new != self.schema and {f.name for f in new} != {f.name for f in self.schema}:
+        current = cdf.data_part(self.schema)
+        if new != current and {f.name for f in new} != {f.name for f in current}:
             raise StreamingSourceChangedError(
                 f"The schema of source table {self.log.root} changed at version {version} "
                 f"(now: {new.simpleString()}). Restart the streaming query to read with the new schema."

@@ -1,0 +1,42 @@
+"""ALTER TABLE on Delta tables: add columns, set table properties.
+
+Both are metadata-only commits, which delta-rs makes (``DeltaTable.alter``); no data file
+is touched. Callers holding a name in the catalog mirror the new schema into Spark's
+catalog afterwards (:meth:`headwater.catalog.Catalog.register_in_spark`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import StructField, StructType
+
+from headwater.delta import schema as schemas
+from headwater.delta.log import DeltaLog
+from headwater.errors import SchemaMismatchError
+
+
+def add_columns(path: str, fields: list[StructField]) -> None:
+    """Append nullable columns (existing rows read them as null), as ``ADD COLUMNS`` does."""
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    snapshot.check_writable()
+    existing = {f.name.lower() for f in snapshot.schema}
+    clash = [f.name for f in fields if f.name.lower() in existing]
+    if clash:
+        raise SchemaMismatchError(
+            f"Cannot add column(s) {', '.join(clash)} to {dlog.root}: the table already has them."
+        )
+    names = [f.name.lower() for f in fields]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SchemaMismatchError(f"Column(s) {', '.join(dupes)} listed more than once.")
+    new = StructType(
+        [StructField(f.name, schemas.as_nullable(f.dataType), True, f.metadata) for f in fields]
+    )
+    snapshot.table.alter.add_columns(list(schemas.to_delta(new).fields))
+
+
+def set_properties(path: str, properties: dict[str, str]) -> None:
+    """Set table properties (``delta.*`` settings and free-form keys) in the table metadata."""
+    snapshot = DeltaLog(path).snapshot()
+    snapshot.check_writable()
+    snapshot.table.alter.set_table_properties(dict(properties), raise_if_not_exists=False)
