@@ -10,6 +10,7 @@ from deltalake import DeltaTable as RsDeltaTable
 
 from headwater.delta.tables import DeltaTable
 from headwater.errors import DeltaError, OptionError
+from tests.delta.helpers import drain_to_memory
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 
@@ -29,9 +30,10 @@ def _create(spark, path, partitioned=False, props=CDF):
     builder.execute()
 
 
-def _changes(df):
+def _changes(rows):
+    rows = rows.collect() if hasattr(rows, "collect") else rows
     return sorted(
-        (r["_commit_version"], r["_change_type"], r["id"], r["v"], r["region"]) for r in df.collect()
+        (r["_commit_version"], r["_change_type"], r["id"], r["v"], r["region"]) for r in rows
     )
 
 
@@ -135,36 +137,22 @@ def test_version_range_and_timestamps_select_commits(spark, changed_table):
 
 
 def test_change_feed_streams_from_a_version(spark, changed_table, tmp_path):
-    q = (
+    stream = (
         spark.readStream.format("delta")
         .option("readChangeFeed", "true")
         .option("startingVersion", 1)
         .load(str(changed_table))
-        .writeStream.format("memory")
-        .queryName("cdf_stream")
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(tmp_path / "cp"))
-        .start()
     )
-    q.awaitTermination(120)
-    assert _changes(spark.sql("SELECT * FROM cdf_stream")) == EXPECTED
+    assert _changes(drain_to_memory(spark, stream, "cdf_stream", tmp_path / "cp")) == EXPECTED
 
 
 def test_change_feed_stream_without_start_begins_with_the_snapshot_as_inserts(
     spark, changed_table, tmp_path
 ):
-    q = (
-        spark.readStream.format("delta")
-        .option("readChangeFeed", "true")
-        .load(str(changed_table))
-        .writeStream.format("memory")
-        .queryName("cdf_snapshot")
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(tmp_path / "cp"))
-        .start()
+    stream = (
+        spark.readStream.format("delta").option("readChangeFeed", "true").load(str(changed_table))
     )
-    q.awaitTermination(120)
-    rows = _changes(spark.sql("SELECT * FROM cdf_snapshot"))
+    rows = _changes(drain_to_memory(spark, stream, "cdf_snapshot", tmp_path / "cp"))
     assert rows == [
         (4, "insert", 1, "one", "eu"),
         (4, "insert", 2, "two", "us"),

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from headwater.errors import UnsupportedFeatureError
+from tests.delta.helpers import drain_to_memory
 
 
 def _field(name, type_, phys, fid, nullable=True):
@@ -186,18 +187,12 @@ def test_mapped_table_filters_on_logical_names_use_the_physical_stats(spark, map
 
 def test_mapped_table_streams_with_logical_names(spark, mapped_table, tmp_path):
     out = tmp_path / "out"
-    q = (
+    stream = (
         spark.readStream.format("delta")
         .load(str(mapped_table))
         .selectExpr("id", "person.`first name` AS first", "region")
-        .writeStream.format("memory")
-        .queryName("mapped_stream")
-        .trigger(availableNow=True)
-        .option("checkpointLocation", str(out / "cp"))
-        .start()
     )
-    q.awaitTermination(120)
-    rows = sorted(tuple(r) for r in spark.sql("SELECT * FROM mapped_stream").collect())
+    rows = sorted(tuple(r) for r in drain_to_memory(spark, stream, "mapped_stream", out / "cp"))
     assert rows == [(1, "Ann", "eu"), (2, "Bob", "eu"), (10, "Cy", "us")]
 
 
