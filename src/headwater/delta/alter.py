@@ -40,3 +40,10 @@ def set_properties(path: str, properties: dict[str, str]) -> None:
     snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable()
     snapshot.table.alter.set_table_properties(dict(properties), raise_if_not_exists=False)
+
+
+def set_description(path: str, description: str) -> None:
+    """The table's comment (``COMMENT '...'``; ``description`` in DESCRIBE DETAIL)."""
+    snapshot = DeltaLog(path).snapshot()
+    snapshot.check_writable()
+    snapshot.table.alter.set_table_description(description)

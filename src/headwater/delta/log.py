@@ -39,6 +39,14 @@ SUPPORTED_READER_FEATURES = {
     "columnMapping",
     "deletionVectors",
 }
+# Variant columns are decoded by Spark's own Parquet scan (Spark 4 reads Delta's variant
+# encoding, shredded or not), so tables with them are readable only on the native path.
+VARIANT_FEATURES = {
+    "variantType",
+    "variantType-preview",
+    "variantShredding",
+    "variantShredding-preview",
+}
 
 
 @dataclass(frozen=True)
@@ -119,9 +127,28 @@ class Snapshot:
             for i, (p, s, m) in enumerate(zip(paths, sizes, mtimes, strict=True))
         ]
 
+    @cached_property
+    def variant_features(self) -> list[str]:
+        return sorted(set(self.table.protocol().reader_features or []) & VARIANT_FEATURES)
+
+    def check_python_readable(self) -> None:
+        """The Python read path (deletion vectors, column mapping, odd layouts) cannot
+        produce variant values; say so rather than fail inside Spark."""
+        if self.variant_features:
+            raise UnsupportedFeatureError(
+                f"Delta table at {self.root} has variant columns ({', '.join(self.variant_features)}) "
+                "and also needs headwater's Python read path (deletion vectors, column mapping "
+                "or a non-hive file layout); reading that combination is not supported yet."
+            )
+
     def check_writable(self) -> None:
         """Refuse, by name, writes that would break a table another engine wrote."""
         self.check_readable()
+        if self.variant_features:
+            raise UnsupportedFeatureError(
+                f"Delta table at {self.root} uses {', '.join(self.variant_features)}; headwater "
+                "reads variant columns but cannot write such tables yet."
+            )
         if self.physical_schema is not None:
             raise UnsupportedFeatureError(
                 f"Delta table at {self.root} uses column mapping (mode "
@@ -135,6 +162,8 @@ class Snapshot:
         protocol = self.table.protocol()
         features = set(protocol.reader_features or [])
         unsupported = sorted(features - SUPPORTED_READER_FEATURES)
+        if features & VARIANT_FEATURES:
+            unsupported = [f for f in unsupported if f not in VARIANT_FEATURES]
         mode = mapping.mode(self.configuration)
         if mode not in mapping.MODES and "columnMapping" not in unsupported:
             unsupported.append(f"columnMapping (mode {mode})")

@@ -196,6 +196,7 @@ class CreateBuilder:
         self._fields: list[StructField] = []
         self._partitions: list[str] = []
         self._properties: dict[str, str] = {}
+        self._comment: str | None = None
 
     def tableName(self, identifier: str) -> CreateBuilder:
         self._name = identifier
@@ -206,7 +207,7 @@ class CreateBuilder:
         return self
 
     def comment(self, comment: str) -> CreateBuilder:
-        self._properties["comment"] = comment
+        self._comment = comment
         return self
 
     def addColumn(
@@ -237,15 +238,20 @@ class CreateBuilder:
         from headwater.delta.tables import DeltaTable
 
         schema = StructType(self._fields)
+        delta_props = {k: v for k, v in self._properties.items() if k.startswith("delta.")}
         if self._name:
-            entry = Catalog.of(self._spark).create_table(
+            catalog = Catalog.of(self._spark)
+            existed = catalog.get(self._name) is not None
+            entry = catalog.create_table(
                 self._name,
                 schema,
                 self._location,
                 self._partitions,
-                self._properties or None,
+                delta_props or None,
                 self._if_not_exists,
             )
+            if not existed:
+                self._set_metadata(entry.location)
             return DeltaTable(self._spark, entry.location)
         if not self._location:
             raise DeltaError("DeltaTable.create() needs .tableName(...) or .location(...).")
@@ -256,6 +262,18 @@ class CreateBuilder:
         else:
             commit(
                 dlog,
-                CommitRequest([], schema, self._partitions, configuration=self._properties or None),
+                CommitRequest([], schema, self._partitions, configuration=delta_props or None),
             )
+            self._set_metadata(self._location)
         return DeltaTable(self._spark, self._location)
+
+    def _set_metadata(self, path: str) -> None:
+        """delta-rs takes only ``delta.*`` keys when it creates a table: other properties and
+        the comment (the table's description) are set by a metadata commit right after."""
+        from headwater.delta import alter
+
+        other = {k: v for k, v in self._properties.items() if not k.startswith("delta.")}
+        if other:
+            alter.set_properties(path, other)
+        if self._comment is not None:
+            alter.set_description(path, self._comment)

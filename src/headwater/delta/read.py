@@ -77,6 +77,7 @@ def read_snapshot(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
         paths = [f.absolute(snapshot.root) for f in files]
         df = spark.read.schema(schema).option("basePath", snapshot.root).parquet(*paths)
         return df.select(*[f"`{f.name}`" for f in schema])
+    snapshot.check_python_readable()
     return python_read(spark, snapshot)
 
 

@@ -118,6 +118,7 @@ class DeltaBatchReader(DataSourceReader):
             version=opts.get("versionasof"), timestamp=opts.get("timestampasof")
         )
         snapshot.check_readable()
+        snapshot.check_python_readable()
         files = snapshot.files
         if self.filters and files:
             mask = keep_mask(snapshot.add_actions, self.filters, snapshot.partition_columns)
