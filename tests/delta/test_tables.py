@@ -248,3 +248,25 @@ def test_create_builder_and_detail(spark, tmp_path):
     assert again.toDF().columns == ["id", "day"]
     at = DeltaTable.create(spark).location(str(tmp_path / "p")).addColumn("x", "int").execute()
     assert at.toDF().columns == ["x"]
+
+
+def test_generate_symlink_manifest_lists_each_partitions_live_files(spark, tmp_path):
+    path = tmp_path / "m"
+    spark.createDataFrame([(i, f"p{i % 3}") for i in range(9)], "id long, p string").write.format(
+        "delta"
+    ).partitionBy("p").save(str(path))
+    table = DeltaTable.forPath(spark, str(path))
+    table.generate("symlink_format_manifest")
+    live = {uri for uri in RsTable(str(path)).file_uris()}
+    listed = set()
+    for part in ("p0", "p1", "p2"):
+        manifest = path / "_symlink_format_manifest" / f"p={part}" / "manifest"
+        lines = manifest.read_text().split()
+        assert lines and all(f"/p={part}/" in line for line in lines)
+        listed |= {line.removeprefix("file:") for line in lines}
+    assert listed == {uri.removeprefix("file://") for uri in live}
+    table.delete("p = 'p1'")
+    table.generate("symlink_format_manifest")
+    assert not (path / "_symlink_format_manifest" / "p=p1" / "manifest").exists()
+    with pytest.raises(Exception, match="symlink_format_manifest"):
+        table.generate("presto")

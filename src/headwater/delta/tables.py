@@ -99,6 +99,12 @@ class DeltaTable:
     def vacuum(self, retentionHours: float | None = None) -> DataFrame:
         return maintenance.vacuum(self._spark, self._path, retentionHours)
 
+    def generate(self, mode: str) -> None:
+        """Write manifests for Parquet-only engines (mode ``symlink_format_manifest``)."""
+        from headwater.delta.manifest import generate
+
+        generate(self._path, mode)
+
     def restoreToVersion(self, version: int) -> DataFrame:
         return maintenance.restore(self._spark, self._path, version=version)
 
