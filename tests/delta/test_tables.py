@@ -270,3 +270,39 @@ def test_generate_symlink_manifest_lists_each_partitions_live_files(spark, tmp_p
     assert not (path / "_symlink_format_manifest" / "p=p1" / "manifest").exists()
     with pytest.raises(Exception, match="symlink_format_manifest"):
         table.generate("presto")
+
+
+def test_dml_on_a_table_the_native_scan_cannot_describe_rewrites_only_touched_files(
+    spark, tmp_path
+):
+    """Timestamp partitions are read by the Python path; DML finds files through it too."""
+    from headwater.delta.log import DeltaLog
+    from headwater.delta.read import native_eligible
+
+    path = str(tmp_path / "ts")
+    df = spark.range(12).selectExpr(
+        "id", "timestamp_seconds(1700000000 + (id % 3) * 3600) AS hour", "'v' AS v"
+    )
+    df.write.format("delta").partitionBy("hour").save(path)
+    assert not native_eligible(DeltaLog(path).snapshot())
+    table = DeltaTable.forPath(spark, path)
+    files_before = set(RsTable(path).file_uris())
+
+    table.update("id = 4", {"v": "'four'"})
+    after_update = set(RsTable(path).file_uris())
+    assert len(files_before - after_update) == 1  # only the file holding id 4
+
+    table.delete("id = 5")
+    source = spark.createDataFrame([(0, "zero"), (100, "new")], "id long, v string")
+    (
+        table.alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsert(
+            values={"id": "s.id", "v": "s.v", "hour": "timestamp_seconds(1700000000)"}
+        )
+        .execute()
+    )
+    rows = {r.id: r.v for r in table.toDF().collect()}
+    assert rows[4] == "four" and rows[0] == "zero" and rows[100] == "new"
+    assert 5 not in rows and len(rows) == 12

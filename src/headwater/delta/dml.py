@@ -22,7 +22,7 @@ from pyspark.sql.types import StructField, StructType
 from headwater.delta import change_data, raw_commit
 from headwater.delta.commit import CommitRequest, commit
 from headwater.delta.log import DeltaLog, Snapshot
-from headwater.delta.read import native_eligible, read_snapshot
+from headwater.delta.read import native_eligible, python_read, read_snapshot
 from headwater.delta.write import _strip_file_scheme, write_files
 from headwater.errors import DeltaError, UnsupportedFeatureError
 
@@ -55,13 +55,17 @@ class Result:
 
 
 def _target(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
+    """The table's rows with the path of the file holding each (to rewrite only those)."""
     snapshot.check_writable()
-    if snapshot.files and not native_eligible(snapshot):
+    if snapshot.deletion_vectors:
         raise UnsupportedFeatureError(
-            f"DELETE/UPDATE/MERGE on {snapshot.root} needs a hive-style file layout, which this "
-            "table does not have. Rewrite it with headwater first (read it and overwrite)."
+            f"DELETE/UPDATE/MERGE on {snapshot.root} is not supported yet: it has deletion "
+            "vectors (written by another engine). Rewrite it first, for example with "
+            "OPTIMIZE in that engine or by reading it and overwriting with headwater."
         )
-    return read_snapshot(spark, snapshot).withColumn(FILE_COL, F.col("_metadata.file_path"))
+    if not snapshot.files or native_eligible(snapshot):
+        return read_snapshot(spark, snapshot).withColumn(FILE_COL, F.col("_metadata.file_path"))
+    return python_read(spark, snapshot, file_column=FILE_COL)
 
 
 def _removes(snapshot: Snapshot, touched: set[str]) -> list[RemoveAction]:

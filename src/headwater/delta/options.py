@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from headwater.errors import OptionError
 
-# Options Spark itself adds to every source's option map.
-_SPARK_INTERNAL = {"path", "paths", "__path__"}
+# Options Spark itself adds to every source's option map, and our internal ones.
+_SPARK_INTERNAL = {"path", "paths", "__path__", "headwater.filepathcolumn"}
 
 CHANGE_FEED_OPTIONS = {
     "readchangefeed",

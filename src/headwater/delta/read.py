@@ -81,10 +81,17 @@ def read_snapshot(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     return python_read(spark, snapshot)
 
 
-def python_read(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
+def python_read(
+    spark: SparkSession, snapshot: Snapshot, file_column: str | None = None
+) -> DataFrame:
+    """Read through the ``delta`` Python source; ``file_column`` adds each row's file path
+    (what ``_metadata.file_path`` gives on the native path)."""
     from headwater.api_hooks import original
+    from headwater.delta.source import FILE_COLUMN_OPTION
 
     reader = spark.read.format("delta").option("versionAsOf", str(snapshot.version))
+    if file_column:
+        reader = reader.option(FILE_COLUMN_OPTION, file_column)
     return original("DataFrameReader.load")(reader, snapshot.root)
 
 

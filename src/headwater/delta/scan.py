@@ -121,7 +121,9 @@ def _cast(arr: pa.Array, to: pa.DataType) -> pa.Array:
     if arr.type == to:
         return arr
     if pa.types.is_timestamp(to) and pa.types.is_string(arr.type):
-        return pc.cast(pc.strptime(arr, format="%Y-%m-%d %H:%M:%S", unit="us"), to)
+        # Partition values: "2024-01-01 10:00:00", with fractions or a trailing Z (UTC).
+        text = pc.replace_substring_regex(arr, pattern="Z$", replacement="")
+        return pc.cast(text.cast(pa.timestamp("us")), to)
     if pa.types.is_struct(to) and pa.types.is_struct(arr.type):
         children = []
         for f in to:

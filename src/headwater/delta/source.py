@@ -13,8 +13,15 @@ import json
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    Filter,
+    In,
+    InputPartition,
+)
+from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater.delta import cdf
 from headwater.delta.log import DeltaLog
@@ -24,6 +31,7 @@ from headwater.delta.skipping import keep_mask
 from headwater.errors import OptionError
 
 TARGET_PARTITION_BYTES = 128 * 1024 * 1024
+FILE_COLUMN_OPTION = "headwater.filepathcolumn"
 
 
 class DeltaDataSource(DataSource):
@@ -52,6 +60,9 @@ class DeltaDataSource(DataSource):
             version=version, timestamp=opts.get("timestampAsOf")
         )
         snapshot.check_readable()
+        file_column = opts.get(FILE_COLUMN_OPTION)
+        if file_column:  # internal: DML finds the files holding the rows it touches
+            return StructType([*snapshot.schema.fields, StructField(file_column, StringType())])
         return snapshot.schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -124,6 +135,9 @@ class DeltaBatchReader(DataSourceReader):
             mask = keep_mask(snapshot.add_actions, self.filters, snapshot.partition_columns)
             keep = pa.array(mask).to_pylist()
             files = [f for f, k in zip(files, keep, strict=True) if k]
+        wanted = self._wanted_paths(opts.get(FILE_COLUMN_OPTION))
+        if wanted is not None:
+            files = [f for f in files if f.absolute(snapshot.root) in wanted]
         dvs = snapshot.deletion_vectors
         tasks = [
             FileTask(
@@ -136,8 +150,31 @@ class DeltaBatchReader(DataSourceReader):
         ]
         return plan_partitions(tasks, physical=physical_for(snapshot, self.schema))
 
+    def _wanted_paths(self, file_column: str | None) -> set[str] | None:
+        """The files named by an ``IN``/``=`` filter on the file column (DML's rewrite)."""
+        if not file_column:
+            return None
+        wanted = None
+        for flt in self.filters:
+            if isinstance(flt, (In, EqualTo)) and flt.attribute == (file_column,):
+                values = set(flt.value) if isinstance(flt, In) else {flt.value}
+                wanted = values if wanted is None else wanted & values
+        return wanted
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_files(partition.tasks, self.schema, partition.physical_schema)
+        opts = {k.lower(): v for k, v in self.options.items()}
+        file_column = opts.get(FILE_COLUMN_OPTION)
+        if not file_column:
+            yield from read_files(partition.tasks, self.schema, partition.physical_schema)
+            return
+        data = StructType([f for f in self.schema.fields if f.name != file_column])
+        physical = partition.physical_schema
+        for task in partition.tasks:
+            for batch in read_files([task], data, physical):
+                path = pa.array([task.path] * batch.num_rows, pa.string())
+                yield pa.RecordBatch.from_arrays(
+                    [*batch.columns, path], names=[*batch.schema.names, file_column]
+                )
 
 
 def physical_for(snapshot, schema: StructType) -> StructType | None:
