@@ -207,6 +207,19 @@ def _session_table(orig):
     return table
 
 
+def _session_sql(orig):
+    """Statements Spark's parser lacks (Delta DDL/DML, OPTIMIZE, time travel, COPY INTO...)
+    go to :mod:`headwater.sql`; every other statement reaches Spark unchanged, with ``args``
+    and ``{df}`` keyword substitution as PySpark does them."""
+
+    def sql(self, sqlQuery: str, args=None, **kwargs) -> DataFrame:
+        from headwater.sql.dispatch import route
+
+        return route(self, sqlQuery, args, kwargs, orig)
+
+    return sql
+
+
 # -- batch writes --------------------------------------------------------------------------
 
 
@@ -382,6 +395,7 @@ def install_hooks() -> None:
     _patch(DataFrameReader, "load", _reader_load)
     _patch(DataFrameReader, "table", _reader_table)
     _patch(SparkSession, "table", _session_table)
+    _patch(SparkSession, "sql", _session_sql)
     _patch(DataFrameWriter, "save", _writer_save)
     _patch(DataFrameWriter, "saveAsTable", _writer_save_as_table)
     _patch(DataStreamReader, "table", _stream_reader_table)

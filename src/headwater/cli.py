@@ -12,11 +12,23 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run the end-to-end demo on embedded defaults")
     demo.add_argument("--output", default="demo-output", help="where tables and checkpoints go")
     demo.add_argument("--master", default=None, help="Spark master (default local[*])")
+    sql = sub.add_parser("sql", help="SQL shell (interactive, or run -e TEXT / -f FILE and exit)")
+    given = sql.add_mutually_exclusive_group()
+    given.add_argument("-e", "--execute", help="run these statements (';'-separated) and exit")
+    given.add_argument("-f", "--file", help="run the statements in this file and exit")
+    sql.add_argument(
+        "--warehouse", default=None, help="where named tables live (default ./spark-warehouse)"
+    )
+    sql.add_argument("--master", default=None, help="Spark master (default local[*])")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from headwater.demo import run
 
         run(args.output, args.master)
+    elif args.command == "sql":
+        from headwater.sql.shell import main as sql_main
+
+        return sql_main(args.execute, args.file, args.warehouse, args.master)
     return 0
 
 

@@ -153,7 +153,7 @@ class Catalog:
             if if_exists:
                 return
             raise TableNotFoundError(f"Table {tname} not found; nothing to drop.")
-        self.spark.sql(f"DROP TABLE IF EXISTS {tname.quoted}")
+        self._spark_sql(f"DROP TABLE IF EXISTS {tname.quoted}")
         self.registry.remove(tname)
         if purge if purge is not None else entry.managed:
             storage.delete_dir(entry.location)
@@ -164,12 +164,19 @@ class Catalog:
         """Mirror one table into Spark's catalog (again, if its schema changed)."""
         self.spark.dataSource.register(table_source(entry.location))
         name = entry.name
-        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{name.database}`")
-        self.spark.sql(f"DROP TABLE IF EXISTS {name.quoted}")
+        self._spark_sql(f"CREATE DATABASE IF NOT EXISTS `{name.database}`")
+        self._spark_sql(f"DROP TABLE IF EXISTS {name.quoted}")
         location = entry.location.replace("'", "\\'")
-        self.spark.sql(
+        self._spark_sql(
             f"CREATE TABLE {name.quoted} USING {source_name(entry.location)} LOCATION '{location}'"
         )
+
+    def _spark_sql(self, text: str) -> None:
+        """Spark's own ``spark.sql``: these statements manage the mirror only, and must not be
+        routed to headwater's SQL front (its DROP TABLE would drop the table itself)."""
+        from headwater.api_hooks import original
+
+        original("SparkSession.sql")(self.spark, text)
 
     def sync(self) -> None:
         for entry in self.list_tables():

@@ -1,0 +1,325 @@
+"""CREATE [OR REPLACE] TABLE [AS SELECT], ALTER TABLE, DROP TABLE for Delta tables.
+
+Tables are created through the catalog (``DeltaTable.create`` builder / :class:`Catalog`),
+written through :func:`headwater.delta.write.write_dataframe`, altered through
+:mod:`headwater.delta.alter`. Statements about other tables (``USING parquet``, Hive
+``STORED AS``, a Spark view) are Spark's: the handlers return ``PASS``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructField, StructType
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from headwater.catalog import Catalog
+from headwater.catalog.names import parse as parse_name
+from headwater.ddl import parse_type
+from headwater.delta import alter as delta_alter
+from headwater.delta.log import DeltaLog
+from headwater.delta.tables import DeltaTable
+from headwater.delta.write import write_dataframe
+from headwater.errors import TableAlreadyExistsError
+from headwater.sql.context import PASS, Context
+from headwater.sql.cursor import Cursor, TableRef
+from headwater.sql.refs import entry_of, from_table, in_spark_catalog, is_delta, resolve_at
+from headwater.sql.text import DIALECT, parse
+
+log = logging.getLogger(__name__)
+
+_KNOWN = (
+    exp.FileFormatProperty,
+    exp.PartitionedByProperty,
+    exp.LocationProperty,
+    exp.SchemaCommentProperty,
+    exp.ExternalProperty,
+)
+
+
+def _known(p: exp.Expression) -> bool:
+    # Every property class derives from exp.Property; a plain one is a TBLPROPERTIES entry.
+    return type(p) is exp.Property or isinstance(p, _KNOWN)
+
+
+_QUERY_START = {
+    TokenType.SELECT,
+    TokenType.WITH,
+    TokenType.FROM,
+    TokenType.VALUES,
+    TokenType.L_PAREN,
+}
+
+
+def create(ctx: Context) -> DataFrame | object:
+    tree = parse(ctx.stmt)
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind", "")).upper() != "TABLE":
+        return PASS
+    props = list(tree.args["properties"].expressions) if tree.args.get("properties") else []
+    using = next((p for p in props if isinstance(p, exp.FileFormatProperty)), None)
+    if using is not None and (using.args.get("hive_format") or using.name.lower() != "delta"):
+        return PASS
+    unknown = [p for p in props if not _known(p)]
+    if unknown and using is None:
+        return PASS  # Hive-style DDL (ROW FORMAT, LIKE, ...): Spark's
+    if unknown:
+        raise ctx.stmt.error(
+            f"Not supported for Delta tables: {unknown[0].sql(DIALECT)}. Supported: columns, "
+            "PARTITIONED BY, LOCATION, TBLPROPERTIES, COMMENT."
+        )
+    schema_node = tree.this if isinstance(tree.this, exp.Schema) else None
+    table = schema_node.this if schema_node is not None else tree.this
+    ref = from_table(table)
+    spec = _Spec(ctx, ref, props)
+    columns = _columns(ctx, schema_node.expressions) if schema_node is not None else None
+    replace = bool(tree.args.get("replace"))
+    if_not_exists = bool(tree.args.get("exists"))
+    if ref.parts and in_spark_catalog(ctx.spark, ref) and entry_of(ctx.spark, ref) is None:
+        if if_not_exists:
+            return ctx.empty()
+        raise TableAlreadyExistsError(
+            f"{ref} already exists in Spark's catalog and is not a Delta table; drop it first."
+        )
+    if tree.expression is not None:
+        if columns:
+            raise ctx.stmt.error("CREATE TABLE ... AS SELECT takes its columns from the query.")
+        return _create_as_select(ctx, spec, replace, if_not_exists)
+    return _create_empty(ctx, spec, columns, replace, if_not_exists)
+
+
+class _Spec:
+    """Where the table goes and how it is laid out, from the CREATE statement's clauses."""
+
+    def __init__(self, ctx: Context, ref: TableRef, props: list[exp.Expression]) -> None:
+        self.ref = ref
+        self.partitions: list[str] = []
+        self.location: str | None = ref.path
+        self.properties: dict[str, str] = {}
+        self.comment: str | None = None
+        for p in props:
+            if isinstance(p, exp.PartitionedByProperty):
+                cols = p.this.expressions if isinstance(p.this, exp.Schema) else [p.this]
+                if not all(isinstance(c, (exp.Identifier, exp.Column)) for c in cols):
+                    raise ctx.stmt.error("PARTITIONED BY takes column names, e.g. (day, region).")
+                self.partitions = [c.name for c in cols]
+            elif isinstance(p, exp.LocationProperty):
+                if ref.path is not None:
+                    raise ctx.stmt.error("A table given by path (delta.`...`) takes no LOCATION.")
+                self.location = p.this.name
+            elif isinstance(p, exp.SchemaCommentProperty):
+                self.comment = p.this.name
+            elif type(p) is exp.Property:
+                key = p.this.name if isinstance(p.this, exp.Literal) else p.this.sql(DIALECT)
+                value = p.args.get("value")
+                if isinstance(value, exp.Boolean):
+                    self.properties[key] = "true" if value.this else "false"
+                else:
+                    self.properties[key] = value.name if value is not None else ""
+
+    @property
+    def delta_properties(self) -> dict[str, str] | None:
+        """The ``delta.*`` properties: the only ones delta-rs takes when it writes metadata."""
+        return {k: v for k, v in self.properties.items() if k.startswith("delta.")} or None
+
+    def set_metadata(self, path: str) -> None:
+        """Other properties and the comment, set by a metadata commit after the write."""
+        other = {k: v for k, v in self.properties.items() if not k.startswith("delta.")}
+        if other:
+            delta_alter.set_properties(path, other)
+        if self.comment is not None:
+            delta_alter.set_description(path, self.comment)
+
+    def existing_path(self, ctx: Context) -> str | None:
+        if self.ref.path is not None:
+            return self.ref.path if DeltaLog(self.ref.path).exists() else None
+        entry = entry_of(ctx.spark, self.ref)
+        return entry.location if entry is not None else None
+
+
+def _columns(ctx: Context, defs: list[exp.Expression]) -> StructType:
+    fields = []
+    for d in defs:
+        if not isinstance(d, exp.ColumnDef) or d.args.get("kind") is None:
+            raise ctx.stmt.error(f"Expected a column definition (name type), got {d.sql(DIALECT)}.")
+        for c in d.args.get("constraints") or []:
+            kind = c.args.get("kind")
+            if isinstance(kind, exp.NotNullColumnConstraint):
+                log.warning("column %s: NOT NULL is not enforced yet; created nullable", d.name)
+            elif not isinstance(kind, exp.CommentColumnConstraint):
+                raise ctx.stmt.error(
+                    f"Column {d.name}: {c.sql(DIALECT)} is not supported yet (only COMMENT and NOT NULL)."
+                )
+        try:
+            dtype = parse_type(d.args["kind"].sql("spark"))
+        except ValueError as e:
+            raise ctx.stmt.error(f"Column {d.name}: {e}") from e
+        fields.append(StructField(d.name, dtype, True))
+    return StructType(fields)
+
+
+def _create_empty(
+    ctx: Context, spec: _Spec, columns: StructType | None, replace: bool, if_not_exists: bool
+) -> DataFrame:
+    existing = spec.existing_path(ctx)
+    if existing is not None and replace:
+        if not columns:
+            raise ctx.stmt.error("CREATE OR REPLACE TABLE needs the new columns.")
+        empty = ctx.spark.createDataFrame([], columns)
+        options = {"overwriteSchema": "true"}
+        write_dataframe(
+            empty,
+            existing,
+            "overwrite",
+            options,
+            spec.partitions,
+            configuration=spec.delta_properties,
+        )
+        spec.set_metadata(existing)
+        _mirror(ctx, spec.ref)
+        return ctx.empty()
+    if not columns:
+        if not spec.ref.parts:
+            raise ctx.stmt.error("CREATE TABLE delta.`path` needs columns or AS SELECT.")
+        if spec.location and DeltaLog(spec.location).exists():  # register the table there
+            Catalog.of(ctx.spark).create_table(
+                spec.ref.name, None, spec.location, if_not_exists=if_not_exists
+            )
+            return ctx.empty()
+        return _create_schemaless(ctx, spec, if_not_exists)
+    builder = (DeltaTable.createIfNotExists if if_not_exists else DeltaTable.create)(ctx.spark)
+    if spec.ref.parts:
+        builder = builder.tableName(spec.ref.name)
+    if spec.location:
+        builder = builder.location(spec.location)
+    builder = builder.addColumns(columns).partitionedBy(*spec.partitions)
+    for key, value in spec.properties.items():
+        builder = builder.property(key, value)
+    if spec.comment is not None:
+        builder = builder.comment(spec.comment)
+    builder.execute()
+    return ctx.empty()
+
+
+def _create_schemaless(ctx: Context, spec: _Spec, if_not_exists: bool) -> DataFrame:
+    """``CREATE TABLE [IF NOT EXISTS] t``: a name whose first COPY INTO sets the schema."""
+    try:
+        from headwater.copyinto import create_schemaless_table
+    except ImportError as e:
+        raise ctx.stmt.error(
+            f"CREATE TABLE without columns needs headwater.copyinto ({e}); give the columns."
+        ) from e
+    if spec.properties or spec.comment or spec.partitions:
+        raise ctx.stmt.error(
+            "A table without columns takes no PARTITIONED BY, TBLPROPERTIES or COMMENT yet; "
+            "give its columns, or let COPY INTO create it."
+        )
+    create_schemaless_table(ctx.spark, spec.ref.name, spec.location, if_not_exists)
+    return ctx.empty()
+
+
+def _create_as_select(ctx: Context, spec: _Spec, replace: bool, if_not_exists: bool) -> DataFrame:
+    existing = spec.existing_path(ctx)
+    if existing is not None and not replace:
+        if if_not_exists:
+            return ctx.empty()
+        raise TableAlreadyExistsError(f"Table {spec.ref} already exists.")
+    df = ctx.query(_query_start(ctx))
+    catalog = Catalog.of(ctx.spark)
+    new_entry = spec.ref.parts and catalog.registry.get(parse_name(spec.ref.name)) is None
+    path = existing or spec.location
+    entry = None
+    if spec.ref.parts:
+        entry = catalog.entry_for_write(spec.ref.name, None if existing else spec.location)
+        path = entry.location
+    try:
+        result = write_dataframe(
+            df,
+            path,
+            "overwrite" if existing else "error",
+            {"overwriteSchema": "true"} if existing else {},
+            spec.partitions,
+            configuration=spec.delta_properties,
+        )
+    except BaseException:
+        if new_entry:
+            catalog.registry.remove(parse_name(spec.ref.name))
+        raise
+    spec.set_metadata(path)
+    if entry is not None:
+        catalog.register_in_spark(entry)
+    return ctx.rows(
+        {"num_affected_rows": result.num_rows, "num_inserted_rows": result.num_rows},
+        "num_affected_rows long, num_inserted_rows long",
+    )
+
+
+def _query_start(ctx: Context) -> int:
+    """Index of the first token of the query after ``AS`` (outside parentheses)."""
+    depth = 0
+    toks = ctx.stmt.tokens
+    for i, tok in enumerate(toks[:-1]):
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif (
+            depth == 0
+            and tok.token_type == TokenType.ALIAS
+            and toks[i + 1].token_type in _QUERY_START
+        ):
+            return i + 1
+    raise ctx.stmt.error("Expected AS SELECT ... in CREATE TABLE.")
+
+
+def _mirror(ctx: Context, ref: TableRef) -> None:
+    entry = entry_of(ctx.spark, ref)
+    if entry is not None:
+        Catalog.of(ctx.spark).register_in_spark(entry)
+
+
+def alter(ctx: Context) -> DataFrame | object:
+    """``ALTER TABLE t ADD COLUMN[S] (...)`` / ``SET TBLPROPERTIES (...)`` on Delta tables."""
+    cur = Cursor(ctx.stmt)
+    cur.expect("ALTER", "TABLE")
+    ref_tok = cur.peek()
+    ref = cur.table()
+    if not is_delta(ctx.spark, ref):
+        return PASS
+    table = resolve_at(ctx.spark, ref, "ALTER TABLE", ctx.stmt, ref_tok.start)
+    tree = parse(ctx.stmt)
+    actions = tree.args.get("actions") if isinstance(tree, exp.Alter) else None
+    supported = "supported on Delta tables: ADD COLUMN(S), SET TBLPROPERTIES"
+    if not actions:
+        raise ctx.stmt.error(f"This ALTER TABLE is not supported yet ({supported}).")
+    for action in actions:
+        if isinstance(action, (exp.Schema, exp.ColumnDef)):
+            defs = action.expressions if isinstance(action, exp.Schema) else [action]
+            delta_alter.add_columns(table.path, list(_columns(ctx, defs)))
+            if table.entry is not None:
+                Catalog.of(ctx.spark).register_in_spark(table.entry)
+        elif isinstance(action, exp.AlterSet) and action.expressions:
+            props = _Spec(ctx, ref, list(action.expressions[0].expressions)).properties
+            delta_alter.set_properties(table.path, props)
+        else:
+            raise ctx.stmt.error(f"ALTER TABLE {action.sql(DIALECT)} is not {supported}.")
+    return ctx.empty()
+
+
+def drop(ctx: Context) -> DataFrame | object:
+    """``DROP TABLE [IF EXISTS] t [PURGE]`` of a headwater table (else Spark's)."""
+    tree = parse(ctx.stmt)
+    if not isinstance(tree, exp.Drop) or str(tree.args.get("kind", "")).upper() != "TABLE":
+        return PASS
+    tables = tree.args.get("tables") or []
+    if len(tables) != 1 or not isinstance(tables[0], exp.Table):
+        return PASS
+    ref = from_table(tables[0])
+    if ref.path is not None:
+        raise ctx.stmt.error("DROP TABLE takes a table name; a table by path is its directory.")
+    catalog = Catalog.of(ctx.spark)
+    if catalog.registry.get(parse_name(ref.name)) is None:
+        return PASS
+    catalog.drop_table(ref.name, purge=True if tree.args.get("purge") else None, if_exists=True)
+    return ctx.empty()

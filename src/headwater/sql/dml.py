@@ -1,0 +1,320 @@
+"""INSERT, UPDATE, DELETE and MERGE INTO on Delta tables.
+
+sqlglot parses each statement; conditions and assignments go to the ``DeltaTable`` /
+:mod:`headwater.delta.dml` functions as Spark SQL expression strings, and the source
+queries (INSERT ... SELECT, MERGE ... USING (subquery)) run in Spark exactly as written.
+INSERT into a table that is not Delta is Spark's (``PASS``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from headwater.catalog import Catalog
+from headwater.delta import dml
+from headwater.delta.log import DeltaLog
+from headwater.delta.tables import DeltaTable
+from headwater.delta.write import write_dataframe
+from headwater.errors import SchemaMismatchError
+from headwater.sql.context import PASS, Context
+from headwater.sql.cursor import Cursor, matching_paren
+from headwater.sql.refs import from_table, is_delta, offset_of, resolve_at
+from headwater.sql.text import DIALECT, parse
+
+_QUERY_START = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES, TokenType.TABLE}
+
+
+def _sql(node: exp.Expression | None, ctx: Context, strip: set[str] = frozenset()) -> str | None:
+    """Spark SQL text of an expression: parameters bound, ``strip`` qualifiers removed (the
+    DML functions evaluate against the bare table)."""
+    if node is None:
+        return None
+    node = node.copy()
+    for col in list(node.find_all(exp.Column)):
+        if col.table and col.table.lower() in strip and not col.args.get("db"):
+            col.set("table", None)
+    node = _bind(node, ctx.args, ctx)
+    return node.sql("spark")
+
+
+def _bind(node: exp.Expression, args: dict[str, Any] | list[Any] | None, ctx: Context):
+    """Parameter markers replaced by literals, as ``spark.sql(text, args)`` binds them."""
+    if args is None:
+        return node
+
+    def replace(n: exp.Expression) -> exp.Expression:
+        if not isinstance(n, exp.Placeholder):
+            return n
+        try:
+            return exp.convert(ctx.arg(n.name))
+        except (KeyError, StopIteration):
+            raise ctx.stmt.error(f"No value given for parameter {n.sql(DIALECT)}.") from None
+
+    return node.transform(replace)
+
+
+def _qualifiers(table: exp.Table) -> set[str]:
+    names = {table.name.lower()}
+    if table.alias:
+        names.add(table.alias.lower())
+    return names
+
+
+def _column_name(node: exp.Expression) -> str:
+    return node.name if isinstance(node, (exp.Column, exp.Identifier)) else node.sql(DIALECT)
+
+
+def _metrics(ctx: Context, **values: int) -> DataFrame:
+    return ctx.rows(values, ", ".join(f"{k} long" for k in values))
+
+
+# -- INSERT ----------------------------------------------------------------------------------
+
+
+def insert(ctx: Context) -> DataFrame | object:
+    """``INSERT INTO|OVERWRITE [TABLE] t [(cols)] [BY NAME] [REPLACE WHERE p] query``."""
+    cur = Cursor(ctx.stmt)
+    cur.next()
+    overwrite = cur.accept("OVERWRITE")
+    if not overwrite:
+        cur.expect("INTO")
+    cur.accept("TABLE")
+    ref_tok = cur.peek()
+    ref = cur.table()
+    if not is_delta(ctx.spark, ref):
+        return PASS
+    tree = parse(ctx.stmt)
+    if not isinstance(tree, exp.Insert):
+        raise ctx.stmt.error("Expected INSERT INTO t ... SELECT/VALUES.")
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    if target.args.get("partition") is not None or tree.args.get("partition"):
+        raise ctx.stmt.error(
+            "INSERT ... PARTITION (...) is not supported on Delta tables; select the partition "
+            "columns in the query (and use REPLACE WHERE to overwrite a partition)."
+        )
+    columns = (
+        [_column_name(c) for c in tree.this.expressions]
+        if isinstance(tree.this, exp.Schema)
+        else None
+    )
+    table = resolve_at(ctx.spark, ref, "INSERT", ctx.stmt, ref_tok.start)
+    start = _insert_query_start(ctx, cur)
+    source = ctx.query(start)
+    schema = DeltaLog(table.path).snapshot().schema
+    try:
+        out = _arrange(source, schema, columns, bool(tree.args.get("by_name")))
+    except SchemaMismatchError as e:
+        raise cur.error(str(e), ref_tok) from e
+    options = {}
+    replace_where = tree.args.get("where")
+    if replace_where is not None:
+        options["replaceWhere"] = _sql(replace_where, ctx)
+        overwrite = True
+    result = write_dataframe(out, table.path, "overwrite" if overwrite else "append", options)
+    return _metrics(ctx, num_affected_rows=result.num_rows, num_inserted_rows=result.num_rows)
+
+
+def _insert_query_start(ctx: Context, cur: Cursor) -> int:
+    """Skip the column list and BY NAME / REPLACE WHERE: where the query starts."""
+    toks = cur.toks
+    i = cur.i
+    if i < len(toks) and toks[i].token_type == TokenType.L_PAREN and not _starts_query(toks, i):
+        i = matching_paren(toks, i) + 1  # the column list
+    depth = 0
+    for j in range(i, len(toks)):
+        if depth == 0 and _starts_query(toks, j):
+            return j
+        if toks[j].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif toks[j].token_type == TokenType.R_PAREN:
+            depth -= 1
+    raise cur.error("Expected SELECT or VALUES after the INSERT target.")
+
+
+def _starts_query(toks, j: int) -> bool:
+    """SELECT/WITH/FROM/VALUES/TABLE, or ``(`` opening a parenthesised query."""
+    t = toks[j].token_type
+    if t == TokenType.L_PAREN:
+        return j + 1 < len(toks) and toks[j + 1].token_type in _QUERY_START
+    return t in _QUERY_START
+
+
+def _arrange(source: DataFrame, schema, columns: list[str] | None, by_name: bool) -> DataFrame:
+    """The rows in the table's column order and types, as Spark's INSERT maps them:
+    by position, by the listed columns, or BY NAME; unlisted columns get NULL."""
+    by_lower = {f.name.lower(): f for f in schema}
+    n = len(source.columns)
+    if by_name:
+        names = list(source.columns)
+    elif columns is not None:
+        names = columns
+        if len(names) != n:
+            raise SchemaMismatchError(
+                f"INSERT lists {len(names)} column(s) but the query gives {n}."
+            )
+    else:
+        names = [f.name for f in schema]
+        if n != len(names):
+            raise SchemaMismatchError(
+                f"The table has {len(names)} column(s) ({', '.join(names)}) but the query gives "
+                f"{n}. List the target columns: INSERT INTO t (a, b) SELECT ..."
+            )
+    unknown = [c for c in names if c.lower() not in by_lower]
+    if unknown:
+        raise SchemaMismatchError(
+            f"Column(s) {', '.join(unknown)} not in the table ({', '.join(by_lower)})."
+        )
+    positional = source.toDF(*[f"__hw_c{i}" for i in range(n)])
+    given = {name.lower(): f"__hw_c{i}" for i, name in enumerate(names)}
+    return positional.select(
+        *[
+            (F.col(given[f.name.lower()]) if f.name.lower() in given else F.lit(None))
+            .cast(f.dataType)
+            .alias(f.name)
+            for f in schema
+        ]
+    )
+
+
+# -- UPDATE / DELETE -------------------------------------------------------------------------
+
+
+def update(ctx: Context) -> DataFrame:
+    tree = parse(ctx.stmt)
+    if not isinstance(tree, exp.Update) or tree.args.get("from_") or tree.args.get("from"):
+        raise ctx.stmt.error("Expected UPDATE t SET col = expr [, ...] [WHERE condition].")
+    table = resolve_at(ctx.spark, from_table(tree.this), "UPDATE", ctx.stmt, offset_of(tree.this))
+    strip = _qualifiers(tree.this)
+    assignments = {}
+    for eq in tree.expressions:
+        if not isinstance(eq, exp.EQ):
+            raise ctx.stmt.error(f"Expected col = expr in SET, got {eq.sql(DIALECT)}.")
+        assignments[_column_name(eq.this)] = _sql(eq.expression, ctx, strip)
+    where = tree.args.get("where")
+    result = dml.update(
+        ctx.spark, table.path, _sql(where.this if where else None, ctx, strip), assignments
+    )
+    return _metrics(ctx, num_affected_rows=result.metrics.get("numUpdatedRows", 0))
+
+
+def delete(ctx: Context) -> DataFrame:
+    tree = parse(ctx.stmt)
+    if not isinstance(tree, exp.Delete) or tree.args.get("using"):
+        raise ctx.stmt.error("Expected DELETE FROM t [WHERE condition].")
+    table = resolve_at(ctx.spark, from_table(tree.this), "DELETE", ctx.stmt, offset_of(tree.this))
+    where = tree.args.get("where")
+    condition = _sql(where.this if where else None, ctx, _qualifiers(tree.this))
+    result = dml.delete(ctx.spark, table.path, condition)
+    return _metrics(ctx, num_affected_rows=result.metrics.get("numDeletedRows", 0))
+
+
+# -- MERGE -----------------------------------------------------------------------------------
+
+
+def merge(ctx: Context) -> DataFrame:
+    """``MERGE [WITH SCHEMA EVOLUTION] INTO t USING src ON cond WHEN ...``."""
+    toks = ctx.stmt.tokens
+    cur = Cursor(ctx.stmt)
+    cur.next()
+    evolve = cur.accept("WITH", "SCHEMA", "EVOLUTION")
+    if evolve:  # sqlglot does not know the clause: parse the statement without it
+        toks = [toks[0], *toks[cur.i :]]
+    tree = parse(ctx.stmt, toks)
+    if not isinstance(tree, exp.Merge):
+        raise ctx.stmt.error("Expected MERGE INTO t USING source ON condition WHEN ...")
+    target = tree.this
+    table = resolve_at(ctx.spark, from_table(target), "MERGE", ctx.stmt, offset_of(target))
+    t_alias = target.alias or target.name
+    using = tree.args["using"]
+    s_alias = using.alias or (using.name if isinstance(using, exp.Table) else None)
+    source = ctx.query(*_source_span(ctx), prefix="SELECT * FROM ")
+    if s_alias:
+        source = source.alias(s_alias)
+    builder = (
+        DeltaTable.forPath(ctx.spark, table.path)
+        .alias(t_alias)
+        .merge(source, _sql(tree.args["on"], ctx))
+    )
+    whens = tree.args.get("whens")
+    for when in whens.expressions if whens is not None else []:
+        builder = _when(ctx, builder, when, _qualifiers(target))
+    if not evolve:
+        return builder.execute()
+    before = DeltaLog(table.path).snapshot().schema
+    result = builder.withSchemaEvolution().execute()
+    if table.entry is not None and DeltaLog(table.path).snapshot().schema != before:
+        Catalog.of(ctx.spark).register_in_spark(table.entry)  # SQL sees the new columns
+    return result
+
+
+def _source_span(ctx: Context) -> tuple[int, int]:
+    """Token indexes (in the statement's own token list) of the USING source, alias included."""
+    depth = 0
+    using = on = None
+    all_toks = ctx.stmt.tokens
+    for i, tok in enumerate(all_toks):
+        t = tok.token_type
+        if t == TokenType.L_PAREN:
+            depth += 1
+        elif t == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and t == TokenType.USING and using is None:
+            using = i
+        elif depth == 0 and t == TokenType.ON and using is not None:
+            on = i
+            break
+    if using is None or on is None or on == using + 1:
+        raise ctx.stmt.error("Expected MERGE INTO t USING source ON condition.")
+    return using + 1, on - 1
+
+
+def _when(ctx: Context, builder, when: exp.When, target_names: set[str]):
+    cond = _sql(when.args.get("condition"), ctx)
+    then = when.args.get("then")
+    matched = bool(when.args.get("matched"))
+    by_source = bool(when.args.get("source"))
+    delete = isinstance(then, exp.Var) and then.name.upper() == "DELETE"
+    if isinstance(then, exp.Update):
+        star = len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)
+        sets = {} if star else _assignments(ctx, then.expressions)
+        if matched:
+            return (
+                builder.whenMatchedUpdateAll(cond)
+                if star
+                else builder.whenMatchedUpdate(cond, sets)
+            )
+        if by_source and not star:
+            return builder.whenNotMatchedBySourceUpdate(cond, sets)
+    elif delete and matched:
+        return builder.whenMatchedDelete(cond)
+    elif delete and by_source:
+        return builder.whenNotMatchedBySourceDelete(cond)
+    elif isinstance(then, exp.Insert) and not matched and not by_source:
+        if isinstance(then.this, exp.Star):
+            return builder.whenNotMatchedInsertAll(cond)
+        cols = [_column_name(c) for c in then.this.expressions]
+        values = [_sql(v, ctx) for v in then.expression.expressions]
+        if len(cols) != len(values):
+            raise ctx.stmt.error(f"INSERT lists {len(cols)} column(s) but {len(values)} value(s).")
+        return builder.whenNotMatchedInsert(cond, dict(zip(cols, values, strict=True)))
+    clause = (
+        "WHEN MATCHED"
+        if matched
+        else ("WHEN NOT MATCHED BY SOURCE" if by_source else "WHEN NOT MATCHED")
+    )
+    action = then.sql(DIALECT) if then is not None else "nothing"
+    raise ctx.stmt.error(f"{clause} THEN {action} is not allowed.")
+
+
+def _assignments(ctx: Context, eqs: list[exp.Expression]) -> dict[str, str]:
+    out = {}
+    for eq in eqs:
+        if not isinstance(eq, exp.EQ):
+            raise ctx.stmt.error(f"Expected col = expr in SET, got {eq.sql(DIALECT)}.")
+        out[_column_name(eq.this)] = _sql(eq.expression, ctx)
+    return out

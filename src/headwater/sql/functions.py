@@ -1,0 +1,104 @@
+"""The table-valued functions Databricks SQL has and Spark lacks, as DataFrames.
+
+* ``read_files(path, format => 'json', k => v ...)``: Spark's own reader with those options;
+  the format is guessed from file extensions when not given, and CSV columns get typed
+  (``inferSchema``) as Databricks' ``inferColumnTypes`` default does.
+* ``cloud_files_state(location)``: Auto Loader's file state
+  (:func:`headwater.autoloader.cloud_files_state`).
+* ``table_changes(table, start[, end])``: the table's change data feed.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from headwater import storage
+
+_EXTENSIONS = {
+    "json": "json", "jsonl": "json", "ndjson": "json", "csv": "csv", "tsv": "csv",
+    "parquet": "parquet", "orc": "orc", "avro": "avro", "txt": "text", "text": "text",
+    "xml": "xml",
+}  # fmt: skip
+_COMPRESSION = {"gz", "gzip", "bz2", "zst", "zstd", "snappy", "lz4", "deflate"}
+
+
+def call(spark: SparkSession, name: str, args: list[str], named: dict[str, str]) -> DataFrame:
+    if name == "read_files":
+        return read_files(spark, *_args(name, args, 1, 1), **named)
+    if named:
+        raise ValueError(f"takes no named arguments (got {', '.join(named)}).")
+    if name == "cloud_files_state":
+        from headwater.autoloader import cloud_files_state
+
+        return cloud_files_state(*_args(name, args, 1, 1), spark=spark)
+    if name == "table_changes":
+        return table_changes(spark, *_args(name, args, 2, 3))
+    raise ValueError(f"unknown table function {name}")
+
+
+def _args(name: str, args: list[str], least: int, most: int) -> list[str]:
+    if not least <= len(args) <= most:
+        wanted = str(least) if least == most else f"{least} to {most}"
+        raise ValueError(f"takes {wanted} positional argument(s), got {len(args)}.")
+    return args
+
+
+def read_files(spark: SparkSession, path: str, **options: str) -> DataFrame:
+    """Files under ``path`` read by Spark's reader (options as Spark's reader takes them)."""
+    opts = dict(options)
+    fmt = _pop(opts, "format") or guess_format(path)
+    if fmt is None:
+        raise ValueError(
+            f"cannot tell the format of the files in {path}; pass format => 'json' (or csv, "
+            "parquet, orc, text, binaryFile, ...)."
+        )
+    fmt = "binaryFile" if fmt.lower() == "binaryfile" else fmt.lower()
+    schema = _pop(opts, "schema")
+    infer = _pop(opts, "inferColumnTypes")
+    reader = spark.read.format(fmt)
+    if schema:
+        reader = reader.schema(schema)
+    elif fmt == "csv" and _pop(opts, "inferSchema", keep=True) is None:
+        reader = reader.option("inferSchema", infer or "true")
+    if fmt == "csv" and path.rstrip("/").lower().endswith(".tsv") and "sep" not in opts:
+        reader = reader.option("sep", "\t")
+    return reader.options(**opts).load(path)
+
+
+def guess_format(path: str) -> str | None:
+    """The format named by the extension of ``path`` or of the first data file under it."""
+    candidates = [path]
+    if storage.is_dir(path):
+        candidates = [
+            f.path for f in storage.list_files(path) if not f.base_name.startswith(("_", "."))
+        ][:20]
+    for candidate in candidates:
+        parts = candidate.rsplit("/", 1)[-1].lower().split(".")
+        while len(parts) > 1 and parts[-1] in _COMPRESSION:
+            parts.pop()
+        if len(parts) > 1 and parts[-1] in _EXTENSIONS:
+            return _EXTENSIONS[parts[-1]]
+    return None
+
+
+def table_changes(spark: SparkSession, table: str, start: str, end: str | None = None) -> DataFrame:
+    """``table_changes('t', 2, 5)`` / ``table_changes('t', '2024-01-01 00:00:00')``."""
+    reader = spark.read.format("delta").option("readChangeFeed", "true")
+    reader = reader.option(*_bound("starting", start))
+    if end is not None:
+        reader = reader.option(*_bound("ending", end))
+    return reader.table(table)
+
+
+def _bound(prefix: str, value: str) -> tuple[str, str]:
+    if value.lstrip("-").isdigit():
+        return f"{prefix}Version", value
+    return f"{prefix}Timestamp", value
+
+
+def _pop(opts: dict[str, str], key: str, keep: bool = False) -> str | None:
+    """Option ``key`` matched case-insensitively, as Spark matches option names."""
+    for k in list(opts):
+        if k.lower() == key.lower():
+            return opts[k] if keep else opts.pop(k)
+    return None

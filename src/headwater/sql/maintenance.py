@@ -1,0 +1,108 @@
+"""DESCRIBE HISTORY / DETAIL, OPTIMIZE, VACUUM, RESTORE: Delta's maintenance statements.
+
+sqlglot has no grammar for them (they come back as opaque commands), so they are read
+token by token (:class:`~headwater.sql.cursor.Cursor`) and mapped onto the ``DeltaTable``
+API, which does the work.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from headwater.delta import maintenance
+from headwater.delta.tables import DeltaTable
+from headwater.sql.context import Context
+from headwater.sql.cursor import Cursor
+from headwater.sql.refs import resolve
+from headwater.sql.rewrite import expression_end
+
+
+def _table(ctx: Context, cur: Cursor, action: str) -> DeltaTable:
+    ref_tok = cur.peek()
+    ref = cur.table()
+    try:
+        return DeltaTable.forPath(ctx.spark, resolve(ctx.spark, ref, action).path)
+    except Exception as e:
+        raise cur.error(f"{type(e).__name__}: {e}", ref_tok) from e
+
+
+def describe(ctx: Context) -> DataFrame:
+    """``DESCRIBE HISTORY t [LIMIT n]`` / ``DESCRIBE DETAIL t``."""
+    cur = Cursor(ctx.stmt)
+    cur.next()  # DESCRIBE / DESC
+    kind = cur.next().text.upper()
+    table = _table(ctx, cur, f"DESCRIBE {kind}")
+    if kind == "DETAIL":
+        cur.expect_end()
+        return table.detail()
+    limit = cur.integer("a row count after LIMIT") if cur.accept("LIMIT") else None
+    cur.expect_end()
+    return table.history(limit)
+
+
+def optimize(ctx: Context) -> DataFrame:
+    """``OPTIMIZE t [WHERE partition_predicate]``: compaction (``ZORDER BY`` is refused)."""
+    cur = Cursor(ctx.stmt)
+    cur.next()
+    table = _table(ctx, cur, "OPTIMIZE")
+    builder = table.optimize()
+    if cur.accept("WHERE"):
+        first = cur.i
+        while not cur.done and not cur.at("ZORDER"):
+            cur.next()
+        if cur.i == first:
+            raise cur.error("OPTIMIZE ... WHERE needs a predicate.")
+        builder = builder.where(ctx.stmt.slice(cur.toks[first], cur.toks[cur.i - 1]))
+    if cur.at("ZORDER"):
+        raise cur.error("OPTIMIZE ... ZORDER BY is not supported yet; run OPTIMIZE without it.")
+    cur.expect_end()
+    return builder.executeCompaction()
+
+
+def vacuum(ctx: Context) -> DataFrame:
+    """``VACUUM t [FULL] [RETAIN n HOURS] [DRY RUN]``: the files deleted (or, with DRY RUN,
+    the files that would be)."""
+    cur = Cursor(ctx.stmt)
+    cur.next()
+    table = _table(ctx, cur, "VACUUM")
+    if cur.at("LITE"):
+        raise cur.error("VACUUM LITE is not supported; VACUUM [FULL] lists the files itself.")
+    cur.accept("FULL")
+    hours = None
+    if cur.accept("RETAIN"):
+        hours = cur.number("a number of hours after RETAIN")
+        cur.expect("HOURS")
+    dry_run = cur.accept("DRY", "RUN")
+    cur.expect_end()
+    return maintenance.vacuum(ctx.spark, table._path, hours, dry_run=dry_run)
+
+
+def restore(ctx: Context) -> DataFrame:
+    """``RESTORE [TABLE] t [TO] VERSION|TIMESTAMP AS OF value``."""
+    cur = Cursor(ctx.stmt)
+    cur.next()
+    cur.accept("TABLE")
+    table = _table(ctx, cur, "RESTORE")
+    cur.accept("TO")
+    kind_tok = cur.peek()
+    kind = cur.word()
+    if kind not in ("VERSION", "TIMESTAMP"):
+        raise cur.error("Expected VERSION AS OF or TIMESTAMP AS OF.")
+    cur.next()
+    cur.expect("AS", "OF")
+    if kind == "VERSION":
+        version = cur.integer("a version number")
+        cur.expect_end()
+        return table.restoreToVersion(version)
+    if cur.done:
+        raise cur.error("TIMESTAMP AS OF needs a timestamp.", kind_tok)
+    first = cur.i
+    last = expression_end(cur.toks, first, len(cur.toks) - 1)
+    cur.i = last + 1
+    cur.expect_end()
+    if first == last and cur.toks[first].token_type.name == "STRING":
+        when = cur.toks[first].text
+    else:
+        text = ctx.stmt.slice(cur.toks[first], cur.toks[last])
+        when = ctx.sql(f"SELECT CAST(({text}) AS STRING)").first()[0]
+    return table.restoreToTimestamp(when)

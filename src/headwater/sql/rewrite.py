@@ -1,0 +1,303 @@
+"""Table references Spark's parser cannot resolve, replaced by temporary views.
+
+``t VERSION AS OF 3``, ``t TIMESTAMP AS OF '...'``, ``t@v3``, ``delta.`/path``` and the
+table functions ``read_files``, ``cloud_files_state`` and ``table_changes`` are read here
+with the Python APIs (``spark.read.format("delta").option("versionAsOf", ...)`` and so on);
+each becomes a temporary view and the statement text gets the view's name in its place.
+
+Why splice text instead of regenerating SQL from sqlglot's tree: the rest of the statement
+reaches Spark exactly as written, so Spark's column names, functions and error positions are
+the ones the user expects. The tokens tell where each reference starts and ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import sqlglot
+from pyspark.sql import DataFrame, SparkSession
+from sqlglot import exp
+from sqlglot.tokens import Token, TokenType
+
+from headwater.sql.cursor import TableRef, is_name, is_word, matching_paren
+from headwater.sql.refs import resolve_at
+from headwater.sql.text import DIALECT, SqlError, Statement
+
+FUNCTIONS = {"read_files", "cloud_files_state", "table_changes"}
+_OPERATORS = {TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH}
+# Tokens a table reference follows (FROM a, b JOIN c; MERGE ... USING s; TABLE t; INTO t).
+_TABLE_CONTEXT = {
+    TokenType.FROM,
+    TokenType.JOIN,
+    TokenType.COMMA,
+    TokenType.USING,
+    TokenType.TABLE,
+    TokenType.INTO,
+}
+_NAMED_TIME = {"SYSTEM_TIME": "TIMESTAMP", "SYSTEM_VERSION": "VERSION"}
+
+SqlFn = Callable[..., DataFrame]  # PySpark's original SparkSession.sql
+
+
+@dataclass
+class Rewritten:
+    text: str
+    views: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.views)
+
+
+def has_candidates(tokens: list[Token]) -> bool:
+    """Cheap check: could any token start a reference we rewrite? (Most statements: no.)"""
+    for i, tok in enumerate(tokens):
+        if tok.token_type == TokenType.PARAMETER:
+            return True
+        word = tok.text.upper() if is_word(tok) else ""
+        if word in ("VERSION", "TIMESTAMP", "SYSTEM_TIME", "SYSTEM_VERSION") and _at_as_of(
+            tokens, i + 1
+        ):
+            return True
+        if tok.text.lower() in FUNCTIONS:
+            return True
+        if word == "DELTA" and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.DOT:
+            return True
+    return False
+
+
+def rewrite(
+    spark: SparkSession,
+    stmt: Statement,
+    orig_sql: SqlFn,
+    first: int = 0,
+    last: int | None = None,
+) -> Rewritten:
+    """The text of ``stmt.tokens[first:last+1]`` with each special reference replaced by a
+    new temporary view (the caller drops ``views`` once Spark has analysed the statement)."""
+    toks = stmt.tokens
+    last = len(toks) - 1 if last is None else last
+    if not toks or first > last:
+        return Rewritten("")
+    base = toks[first].start
+    pieces: list[str] = []
+    pos = base
+    views: list[str] = []
+    i = first
+    try:
+        while i <= last:
+            found = _reference(spark, stmt, toks, i, last, orig_sql)
+            if found is None:
+                i += 1
+                continue
+            end, df, alias = found
+            view = f"__hw_sql_{uuid.uuid4().hex[:12]}"
+            df.createOrReplaceTempView(view)
+            views.append(view)
+            pieces.append(stmt.source[pos : toks[i].start])
+            pieces.append(view if alias is None else f"{view} AS `{alias}`")
+            pos = toks[end].end + 1
+            i = end + 1
+    except BaseException:
+        drop_views(spark, views)
+        raise
+    pieces.append(stmt.source[pos : toks[last].end + 1])
+    return Rewritten("".join(pieces), views)
+
+
+def drop_views(spark: SparkSession, views: list[str]) -> None:
+    for view in views:
+        spark.catalog.dropTempView(view)
+
+
+# -- finding references ----------------------------------------------------------------------
+
+
+def _reference(spark, stmt: Statement, toks: list[Token], i: int, last: int, orig_sql):
+    """``(last token index, DataFrame, alias to add)`` if a reference starts at ``i``."""
+    tok = toks[i]
+    if i > 0 and toks[i - 1].token_type == TokenType.DOT:
+        return None
+    nxt = toks[i + 1] if i + 1 <= last else None
+    if tok.text.lower() in FUNCTIONS and nxt is not None and nxt.token_type == TokenType.L_PAREN:
+        end = min(matching_paren(toks, i + 1), last)
+        return end, _function(spark, stmt, toks, i, end), None
+    if not is_name(tok) or i == 0 or toks[i - 1].token_type not in _TABLE_CONTEXT:
+        return None
+    parts = [tok.text]
+    j = i
+    while j + 2 <= last and toks[j + 1].token_type == TokenType.DOT and is_name(toks[j + 2]):
+        parts.append(toks[j + 2].text)
+        j += 2
+    ref = TableRef.of_parts(parts)
+    option, value, end = _time_travel(spark, stmt, toks, j + 1, last, orig_sql)
+    if option is None and ref.path is None:
+        return None
+    options = {} if option is None else {option: value}
+    where = "Time travel" if option else "Reading"
+    table = resolve_at(spark, ref, f"{where} {ref}", stmt, tok.start)
+    df = spark.read.format("delta").options(**options).load(table.path)
+    end = j if option is None else end
+    needs_alias = ref.path is None and not _alias_follows(toks, end + 1, last)
+    return end, df, parts[-1] if needs_alias else None
+
+
+def _at_as_of(toks: list[Token], k: int) -> bool:
+    return (
+        k + 1 < len(toks)
+        and toks[k].token_type == TokenType.ALIAS
+        and is_word(toks[k + 1])
+        and toks[k + 1].text.upper() == "OF"
+    )
+
+
+def _time_travel(spark, stmt, toks, k: int, last: int, orig_sql):
+    """``VERSION AS OF n`` / ``TIMESTAMP AS OF expr`` / ``FOR ... AS OF`` / ``@v3`` at ``k``:
+    ``(option, value, last index)``, or ``(None, None, k - 1)``."""
+    if k > last:
+        return None, None, k - 1
+    tok = toks[k]
+    if tok.token_type == TokenType.PARAMETER and k + 1 <= last:
+        return _at_syntax(stmt, toks[k + 1]) + (k + 1,)
+    if is_word(tok) and tok.text.upper() == "FOR" and k + 1 <= last:
+        k += 1
+        tok = toks[k]
+    word = tok.text.upper() if is_word(tok) else ""
+    kind = _NAMED_TIME.get(word, word)
+    if kind not in ("VERSION", "TIMESTAMP") or not _at_as_of(toks, k + 1):
+        return None, None, k - 1
+    start = k + 3
+    if start > last:
+        raise stmt.error_at(f"{kind} AS OF needs a value.", tok)
+    if kind == "VERSION":
+        value_tok = toks[start]
+        if value_tok.token_type not in (TokenType.NUMBER, TokenType.STRING) or not (
+            value_tok.text.isdigit()
+        ):
+            raise stmt.error_at("VERSION AS OF needs a version number.", value_tok)
+        return "versionAsOf", value_tok.text, start
+    end = expression_end(toks, start, last)
+    if end == start and toks[start].token_type == TokenType.STRING:
+        return "timestampAsOf", toks[start].text, end
+    text = stmt.slice(toks[start], toks[end])
+    value = orig_sql(spark, f"SELECT CAST(({text}) AS STRING)").first()[0]
+    if value is None:
+        raise stmt.error_at(f"TIMESTAMP AS OF {text} is NULL.", toks[start])
+    return "timestampAsOf", value, end
+
+
+def _at_syntax(stmt: Statement, tok: Token) -> tuple[str, str]:
+    """``t@v3`` (version) or ``t@yyyyMMddHHmmssSSS`` (timestamp), as Delta writes them."""
+    text = tok.text
+    if text[:1] in ("v", "V") and text[1:].isdigit():
+        return "versionAsOf", text[1:]
+    if text.isdigit() and len(text) == 17:
+        t = text
+        return (
+            "timestampAsOf",
+            f"{t[:4]}-{t[4:6]}-{t[6:8]} {t[8:10]}:{t[10:12]}:{t[12:14]}.{t[14:]}",
+        )
+    raise stmt.error_at(
+        f"'@{text}' is not a table version: use @v<version> or @yyyyMMddHHmmssSSS.", tok
+    )
+
+
+def expression_end(toks: list[Token], i: int, last: int) -> int:
+    """Index of the last token of the scalar expression starting at ``i``: operands
+    (literals, names, calls, parentheses, INTERVAL n unit, typed literals) joined by
+    + - * / and ``::type``. Enough for the values time travel takes."""
+    j = i
+    end = i
+    want_operand = True
+    while j <= last:
+        tok = toks[j]
+        if want_operand:
+            if tok.token_type in (TokenType.PLUS, TokenType.DASH):
+                j += 1
+                continue
+            if tok.token_type == TokenType.L_PAREN:
+                j = matching_paren(toks, j)
+            elif tok.token_type == TokenType.INTERVAL:
+                j += 1
+                if j + 1 <= last and is_word(toks[j + 1]):
+                    j += 1
+            elif (
+                is_word(tok)
+                and j + 1 <= last
+                and toks[j + 1].token_type in (TokenType.L_PAREN, TokenType.STRING)
+            ):
+                j = (
+                    matching_paren(toks, j + 1)
+                    if toks[j + 1].token_type == TokenType.L_PAREN
+                    else j + 1
+                )
+            elif tok.token_type not in (TokenType.STRING, TokenType.NUMBER) and not is_word(tok):
+                break
+            end = j
+            want_operand = False
+            j += 1
+        elif tok.token_type in _OPERATORS:
+            want_operand = True
+            j += 1
+        elif tok.token_type == TokenType.DCOLON and j + 1 <= last:
+            j += 1
+            if j + 1 <= last and toks[j + 1].token_type == TokenType.L_PAREN:
+                j = matching_paren(toks, j + 1)
+            end = j
+            j += 1
+        else:
+            break
+    return min(end, last)
+
+
+def _alias_follows(toks: list[Token], k: int, last: int) -> bool:
+    if k > last:
+        return False
+    tok = toks[k]
+    if tok.token_type in (TokenType.ALIAS, TokenType.IDENTIFIER):
+        return True
+    if tok.token_type == TokenType.VAR:
+        after = toks[k + 1] if k + 1 <= last else None
+        return not (is_word(after) and after.text.upper() == "BY")
+    return False
+
+
+# -- table functions -------------------------------------------------------------------------
+
+
+def _function(spark: SparkSession, stmt: Statement, toks: list[Token], i: int, end: int):
+    text = stmt.slice(toks[i], toks[end])
+    try:
+        call = sqlglot.parse_one(text, read=DIALECT)
+    except sqlglot.errors.ParseError as e:
+        raise stmt.error_at(f"Cannot read the call {text}: {e}", toks[i]) from e
+    name = toks[i].text.lower()
+    positional: list[str] = []
+    named: dict[str, str] = {}
+    for arg in call.expressions:
+        if isinstance(arg, (exp.Kwarg, exp.PropertyEQ)):
+            named[arg.this.name] = _literal(stmt, toks[i], name, arg.expression)
+        elif named:
+            raise stmt.error_at(f"{name}: positional arguments must come first.", toks[i])
+        else:
+            positional.append(_literal(stmt, toks[i], name, arg))
+    from headwater.sql import functions
+
+    try:
+        return functions.call(spark, name, positional, named)
+    except SqlError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise stmt.error_at(f"{name}: {e}", toks[i]) from e
+
+
+def _literal(stmt: Statement, tok: Token, name: str, node: exp.Expression) -> str:
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        return "-" + node.this.name
+    if isinstance(node, exp.Literal):
+        return node.name
+    raise stmt.error_at(f"{name}: arguments must be literals, not {node.sql(DIALECT)}.", tok)
