@@ -1,0 +1,109 @@
+"""The table a COPY INTO loads into: a Delta table by name or by ``delta.`/path```.
+
+A *schemaless* target is a table with no columns yet, which takes the schema of the files
+it first loads (``FORMAT_OPTIONS('inferSchema'='true')`` + ``COPY_OPTIONS('mergeSchema'=
+'true')``). delta-rs cannot create a Delta table without columns, so such a table is a
+catalog entry whose location holds no Delta log yet (see :func:`create_schemaless_table`,
+which ``CREATE TABLE IF NOT EXISTS t`` without columns uses); the first COPY INTO creates
+the log. A Delta table with an empty schema written by another engine is schemaless too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
+
+from headwater.catalog import Catalog, TableEntry
+from headwater.catalog.names import delta_path, parse
+from headwater.delta.log import DeltaLog, Snapshot
+from headwater.errors import TableNotFoundError
+
+
+@dataclass
+class Target:
+    text: str  # as the user wrote it
+    log: DeltaLog
+    entry: TableEntry | None  # the catalog entry of a named table
+    snapshot: Snapshot | None  # None: no Delta log yet (a schemaless named table)
+
+    @property
+    def root(self) -> str:
+        return self.log.root
+
+    @property
+    def schema(self) -> StructType:
+        return self.snapshot.schema if self.snapshot is not None else StructType([])
+
+    @property
+    def schemaless(self) -> bool:
+        return not self.schema.fields
+
+    @property
+    def version(self) -> int | None:
+        return self.snapshot.version if self.snapshot is not None else None
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return self.snapshot.partition_columns if self.snapshot is not None else []
+
+    def table_id(self) -> str | None:
+        return self.snapshot.table.metadata().id if self.snapshot is not None else None
+
+
+def resolve(spark: SparkSession, target: str) -> Target:
+    """The target table, loaded; a clear error when it is not a (schemaless) Delta table."""
+    if not target or not str(target).strip():
+        raise TableNotFoundError("COPY INTO needs a target table: COPY INTO db.table FROM ...")
+    path = delta_path(target)
+    if path is not None:
+        dlog = DeltaLog(path)
+        if not dlog.exists():
+            dlog.require_table_or_empty()  # a directory of other files: say so
+            raise TableNotFoundError(
+                f"COPY INTO target delta.`{path}` is not a Delta table. Create it first "
+                "(DeltaTable.create(spark).location(...)), or load into a table by name."
+            )
+        return _loaded(target, dlog, None)
+    catalog = Catalog.of(spark)
+    entry = catalog.registry.get(parse(target))
+    if entry is None:
+        known = ", ".join(str(e.name) for e in catalog.list_tables()) or "none"
+        raise TableNotFoundError(
+            f"COPY INTO target table '{target}' not found (known tables: {known}). Create it "
+            f"first; CREATE TABLE IF NOT EXISTS {target} without columns makes a schemaless "
+            "table that takes the files' schema with COPY_OPTIONS('mergeSchema'='true')."
+        )
+    dlog = DeltaLog(entry.location)
+    if dlog.require_table_or_empty():
+        return _loaded(target, dlog, entry)
+    return Target(target, dlog, entry, None)
+
+
+def _loaded(text: str, dlog: DeltaLog, entry: TableEntry | None) -> Target:
+    snapshot = dlog.snapshot()
+    snapshot.check_writable()
+    return Target(text, dlog, entry, snapshot)
+
+
+def create_schemaless_table(
+    spark: SparkSession, name: str, location: str | None = None, if_not_exists: bool = True
+) -> TableEntry:
+    """Register ``name`` as a table with no columns yet (``CREATE TABLE [IF NOT EXISTS] t``).
+
+    Nothing is written until the first COPY INTO gives it a schema; until then the name is
+    known to COPY INTO only (``spark.table`` reports it as not found, as it has no data).
+    """
+    catalog = Catalog.of(spark)
+    tname = parse(name)
+    existing = catalog.registry.get(tname)
+    if existing is not None:
+        if if_not_exists:
+            return existing
+        from headwater.errors import TableAlreadyExistsError
+
+        raise TableAlreadyExistsError(f"Table {tname} already exists.")
+    entry = catalog.entry_for_write(name, location)
+    DeltaLog(entry.location).require_table_or_empty()  # refuse a directory of other files
+    return entry
