@@ -10,18 +10,19 @@ table at its previous version; a concurrent commit in between fails the operatio
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from deltalake.transaction import RemoveAction
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
-from headwater.delta import change_data, raw_commit
+from headwater.delta import change_data, pruning, raw_commit
 from headwater.delta.commit import CommitRequest, commit
-from headwater.delta.log import DeltaLog, Snapshot
+from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.read import native_eligible, python_read, read_snapshot
 from headwater.delta.write import _strip_file_scheme, write_files
 from headwater.errors import DeltaError, UnsupportedFeatureError
@@ -54,8 +55,11 @@ class Result:
     metrics: dict[str, int] = field(default_factory=dict)
 
 
-def _target(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
-    """The table's rows with the path of the file holding each (to rewrite only those)."""
+def _target(
+    spark: SparkSession, snapshot: Snapshot, files: list[DataFile] | None = None
+) -> DataFrame:
+    """The table's rows (of ``files`` only, when given) with the path of the file holding
+    each, to rewrite only those files."""
     snapshot.check_writable()
     if snapshot.deletion_vectors:
         raise UnsupportedFeatureError(
@@ -63,9 +67,18 @@ def _target(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
             "vectors (written by another engine). Rewrite it first, for example with "
             "OPTIMIZE in that engine or by reading it and overwriting with headwater."
         )
-    if not snapshot.files or native_eligible(snapshot):
-        return read_snapshot(spark, snapshot).withColumn(FILE_COL, F.col("_metadata.file_path"))
-    return python_read(spark, snapshot, file_column=FILE_COL)
+    files = snapshot.files if files is None else files
+    if not files:
+        with_file = StructType([*snapshot.schema.fields, StructField(FILE_COL, StringType())])
+        return spark.createDataFrame([], with_file)
+    if native_eligible(snapshot):
+        return read_snapshot(spark, snapshot, files).withColumn(
+            FILE_COL, F.col("_metadata.file_path")
+        )
+    rows = python_read(spark, snapshot, file_column=FILE_COL)
+    if len(files) < len(snapshot.files):
+        rows = rows.where(F.col(FILE_COL).isin([f.absolute(snapshot.root) for f in files]))
+    return rows
 
 
 def _removes(snapshot: Snapshot, touched: set[str]) -> list[RemoveAction]:
@@ -172,6 +185,9 @@ def _partition_only(spark: SparkSession, snapshot: Snapshot, cond: Column) -> se
     parts = snapshot.partition_columns
     if not parts or not snapshot.files:
         return None
+    refs = pruning.referenced_columns(cond)
+    if refs is not None and not refs <= {p.lower() for p in parts}:
+        return None  # reads data columns (checked without an analysis error in the log)
     part_fields = [f for f in snapshot.schema if f.name in parts]
     rows = [
         tuple(f.partition_values.get(p) for p in parts) + (f.absolute(snapshot.root),)
@@ -220,7 +236,8 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
             metrics,
         )
         return Result(version, metrics)
-    target = _target(spark, snapshot)
+    files = pruning.keep_files(snapshot, pruning.predicate_filters(condition, snapshot.schema))
+    target = _target(spark, snapshot, files)
     touched = _touched(target.where(F.coalesce(cond, F.lit(False))))
     if not touched:
         return Result(None, {"numDeletedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
@@ -264,8 +281,11 @@ def update(
     schema = snapshot.schema
     _check_columns(schema, assignments, path)
     cond = F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))
-    target = _target(spark, snapshot)
-    touched = _touched(target.where(cond))
+    files = pruning.keep_files(snapshot, pruning.predicate_filters(condition, schema))
+    target = _target(spark, snapshot, files)
+    per_file = target.where(cond).groupBy(FILE_COL).count().collect()
+    touched = {r[0] for r in per_file}
+    updated = sum(r[1] for r in per_file)
     if not touched:
         return Result(None, {"numUpdatedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
     rows = target.where(F.col(FILE_COL).isin(list(touched))).withColumn(ACTION_COL, cond)
@@ -280,14 +300,10 @@ def update(
             for f in schema
         ],
         F.col(ACTION_COL),
-    ).persist()
-    try:
-        updated = out.where(F.col(ACTION_COL)).count()
-        adds, written, _ = write_files(
-            out.drop(ACTION_COL), snapshot.root, snapshot.partition_columns, schema
-        )
-    finally:
-        out.unpersist()
+    )
+    adds, written, _ = write_files(
+        out.drop(ACTION_COL), snapshot.root, snapshot.partition_columns, schema
+    )
     removes = _removes(snapshot, touched)
     metrics = {
         "numUpdatedRows": updated,
@@ -342,14 +358,22 @@ def merge(
         return Result(None, {})
     schema = snapshot.schema
     alias = target_alias or "target"
-    target = (
-        _target(spark, snapshot).withColumn(ROW_COL, F.monotonically_increasing_id()).alias(alias)
-    )
-    src = source.withColumn(SRC_COL, F.lit(True))
-    on = as_column(condition)
     matched = [c for c in clauses if c.kind == "matched"]
     by_source = [c for c in clauses if c.kind == "not_matched_by_source"]
     inserts = [c for c in clauses if c.kind == "not_matched"]
+    # Without NOT MATCHED BY SOURCE clauses only target rows that can match a source row
+    # matter: files whose key range misses the source's are neither read nor rewritten.
+    candidates_files, n_source = None, None
+    keys = [] if by_source else pruning.equi_keys(condition, schema, alias)
+    if keys:
+        candidates_files, n_source = pruning.merge_candidates(snapshot, source, keys)
+    target = (
+        _target(spark, snapshot, candidates_files)
+        .withColumn(ROW_COL, F.monotonically_increasing_id())
+        .alias(alias)
+    )
+    src = source.withColumn(SRC_COL, F.lit(True))
+    on = as_column(condition)
 
     out_schema = schema
     if evolve:
@@ -359,16 +383,18 @@ def merge(
             list(schema.fields) + [StructField(f.name, f.dataType, True) for f in extra]
         )
 
+    matched_files: set[str] = set()
     if matched:
-        dup = (
+        # One join finds both the files holding matched rows and duplicate matches.
+        most, files = (
             target.join(src, on, "inner")
             .groupBy(ROW_COL)
-            .count()
-            .where("count > 1")
-            .limit(1)
-            .count()
+            .agg(F.count(F.lit(1)).alias("n"), F.first(FILE_COL).alias("f"))
+            .agg(F.max("n"), F.collect_set("f"))
+            .first()
         )
-        if dup:
+        matched_files = set(files or [])
+        if (most or 0) > 1:
             raise DeltaError(
                 "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform MERGE: "
                 "several source rows matched the same target row. Deduplicate the source "
@@ -383,7 +409,7 @@ def merge(
             touched = {f.absolute(snapshot.root) for f in snapshot.files}
             candidates = target
         else:
-            touched = _touched(target.join(src, on, "left_semi"))
+            touched = matched_files
             candidates = (
                 target.where(F.col(FILE_COL).isin(list(touched))) if touched else target.limit(0)
             )
@@ -427,18 +453,23 @@ def merge(
         for i, c in enumerate(g)
         if c.action == "delete"
     ]
-    result = (
-        labelled.select(*columns, F.col(ACTION_COL))
-        .where(~F.col(ACTION_COL).isin("skip", *deletes))
-        .persist()
+    # The action counts are observed while the write runs (one pass over the join).
+    labels = ["keep"] + [
+        f"{p}{i}"
+        for p, g in (("m", matched), ("b", by_source), ("n", inserts))
+        for i in range(len(g))
+    ]
+    observation = Observation(f"hw_merge_{uuid.uuid4().hex}")
+    observed = labelled.observe(
+        observation, *[F.sum((F.col(ACTION_COL) == lab).cast("long")).alias(lab) for lab in labels]
     )
-    try:
-        counts = {r[0]: r[1] for r in labelled.groupBy(ACTION_COL).count().collect()}
-        adds, written, _ = write_files(
-            result.drop(ACTION_COL), snapshot.root, snapshot.partition_columns, out_schema
-        )
-    finally:
-        result.unpersist()
+    result = observed.select(*columns, F.col(ACTION_COL)).where(
+        ~F.col(ACTION_COL).isin("skip", *deletes)
+    )
+    adds, written, _ = write_files(
+        result.drop(ACTION_COL), snapshot.root, snapshot.partition_columns, out_schema
+    )
+    counts = {k: int(v or 0) for k, v in observation.get.items()}
 
     def total(prefix: str, kind: str) -> int:
         group = {"m": matched, "b": by_source, "n": inserts}[prefix]
@@ -446,7 +477,7 @@ def merge(
 
     removes = _removes(snapshot, touched)
     metrics = {
-        "numSourceRows": source.count(),
+        "numSourceRows": source.count() if n_source is None else n_source,
         "numTargetRowsInserted": total("n", "insert"),
         "numTargetRowsUpdated": total("m", "update") + total("b", "update"),
         "numTargetRowsMatchedUpdated": total("m", "update"),

@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 )
 
 from headwater.delta import cdf
-from headwater.delta.log import DeltaLog, Snapshot
+from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.partitions import NULL_PARTITION, unescape
 
@@ -67,10 +67,13 @@ def read_delta(spark: SparkSession, path: str, options: dict[str, str] | None = 
     return read_snapshot(spark, snapshot)
 
 
-def read_snapshot(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
+def read_snapshot(
+    spark: SparkSession, snapshot: Snapshot, files: list[DataFile] | None = None
+) -> DataFrame:
+    """The snapshot's rows (only those of ``files``, a subset of its files, when given)."""
     snapshot.check_readable()
     schema = snapshot.schema
-    files = snapshot.files
+    files = snapshot.files if files is None else files
     if not files:
         return spark.createDataFrame([], schema)
     if native_eligible(snapshot):

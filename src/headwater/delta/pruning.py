@@ -1,0 +1,187 @@
+"""Which files a DML can touch, decided from the log before any data is read.
+
+A MERGE on ``t.id = s.id`` can only touch files whose ``id`` range overlaps the source's,
+and an UPDATE/DELETE ``WHERE id BETWEEN ...`` only files whose stats admit the predicate.
+The conditions are read with sqlglot (conjuncts of simple comparisons); anything else
+keeps every file, so pruning is an optimisation that never changes a result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import sqlglot
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import (
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+)
+from pyspark.sql.types import StructType
+from sqlglot import exp
+
+from headwater.delta.log import DataFile, Snapshot
+from headwater.delta.skipping import keep_mask
+
+_COMPARISONS = {
+    exp.EQ: (EqualTo, EqualTo),
+    exp.GT: (GreaterThan, LessThan),
+    exp.GTE: (GreaterThanOrEqual, LessThanOrEqual),
+    exp.LT: (LessThan, GreaterThan),
+    exp.LTE: (LessThanOrEqual, GreaterThanOrEqual),
+}
+
+
+def condition_text(condition: str | Column | None) -> str | None:
+    """The SQL text of a condition (PySpark shows a Column as ``Column<'...'>``)."""
+    if condition is None:
+        return None
+    if isinstance(condition, str):
+        return condition
+    text = str(condition)
+    if text.startswith("Column<'") and text.endswith("'>"):
+        return text[len("Column<'") : -2]
+    return None
+
+
+def _parse(text: str | None) -> exp.Expression | None:
+    if not text:
+        return None
+    try:
+        return sqlglot.parse_one(text, read="spark")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+
+
+def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def referenced_columns(condition: str | Column | None) -> set[str] | None:
+    """Lower-cased column names a condition reads (None: unknown)."""
+    tree = _parse(condition_text(condition))
+    if tree is None:
+        return None
+    return {c.name.lower() for c in tree.find_all(exp.Column)}
+
+
+def _literal(node: exp.Expression):
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        value = _literal(node.this)
+        return -value if isinstance(value, (int, float)) else None
+    if not isinstance(node, exp.Literal):
+        return None
+    if node.is_string:
+        return node.this
+    try:
+        return int(node.this)
+    except ValueError:
+        try:
+            return float(node.this)
+        except ValueError:
+            return None
+
+
+def _target_column(node: exp.Expression, schema: StructType, alias: str | None) -> str | None:
+    if not isinstance(node, exp.Column) or node.args.get("db"):
+        return None
+    table = node.table.lower() if node.table else None
+    if alias is not None and table not in (None, alias.lower()):
+        return None
+    by_lower = {f.name.lower(): f.name for f in schema}
+    return by_lower.get(node.name.lower())
+
+
+def predicate_filters(condition: str | Column | None, schema: StructType) -> list[Filter]:
+    """Data-source filters implied by ``column <op> literal`` conjuncts of a condition."""
+    tree = _parse(condition_text(condition))
+    if tree is None:
+        return []
+    filters: list[Filter] = []
+    for part in _conjuncts(tree):
+        if isinstance(part, exp.In) and not part.args.get("query"):
+            col = _target_column(part.this, schema, None)
+            values = [_literal(v) for v in part.expressions]
+            if col and values and all(v is not None for v in values):
+                filters.append(In((col,), tuple(values)))
+        elif isinstance(part, exp.Between):
+            col = _target_column(part.this, schema, None)
+            low, high = _literal(part.args["low"]), _literal(part.args["high"])
+            if col and low is not None and high is not None:
+                filters += [GreaterThanOrEqual((col,), low), LessThanOrEqual((col,), high)]
+        elif type(part) in _COMPARISONS:
+            straight, flipped = _COMPARISONS[type(part)]
+            col, value = _target_column(part.left, schema, None), _literal(part.right)
+            kind = straight
+            if col is None:
+                col, value = _target_column(part.right, schema, None), _literal(part.left)
+                kind = flipped
+            if col and value is not None:
+                filters.append(kind((col,), value))
+    return filters
+
+
+@dataclass(frozen=True)
+class EquiKey:
+    target: str  # target column name
+    source: str  # SQL of the source side
+
+
+def equi_keys(condition: str | Column, schema: StructType, alias: str) -> list[EquiKey]:
+    """``t.col = <source expression>`` conjuncts of a MERGE condition."""
+    tree = _parse(condition_text(condition))
+    if tree is None:
+        return []
+    keys = []
+    for part in _conjuncts(tree):
+        if not isinstance(part, exp.EQ):
+            continue
+        for mine, other in ((part.left, part.right), (part.right, part.left)):
+            col = _target_column(mine, schema, alias)
+            if col is None or not isinstance(mine, exp.Column) or not mine.table:
+                continue
+            refs = list(other.find_all(exp.Column))
+            if refs and all(r.table and r.table.lower() != alias.lower() for r in refs):
+                keys.append(EquiKey(col, other.sql(dialect="spark")))
+                break
+    return keys
+
+
+def keep_files(snapshot: Snapshot, filters: list[Filter]) -> list[DataFile]:
+    files = snapshot.files
+    if not filters or not files:
+        return files
+    mask = keep_mask(snapshot.add_actions, filters, snapshot.partition_columns)
+    return [f for f, k in zip(files, pa.array(mask).to_pylist(), strict=True) if k]
+
+
+def merge_candidates(
+    snapshot: Snapshot, source: DataFrame, keys: list[EquiKey]
+) -> tuple[list[DataFile] | None, int]:
+    """Target files whose key ranges overlap the source's (None: no pruning), and the
+    number of source rows — both from one aggregate over the source."""
+    aggs = [F.count(F.lit(1))]
+    for k in keys:
+        aggs += [F.min(F.expr(k.source)), F.max(F.expr(k.source))]
+    try:
+        row = source.agg(*aggs).first()
+    except AnalysisException:  # the condition names the source differently: no pruning
+        return None, source.count()
+    n_source = int(row[0])
+    filters: list[Filter] = []
+    for i, k in enumerate(keys):
+        low, high = row[1 + 2 * i], row[2 + 2 * i]
+        if low is None:  # no non-null key in the source: nothing can match
+            return [], n_source
+        filters += [GreaterThanOrEqual((k.target,), low), LessThanOrEqual((k.target,), high)]
+    return keep_files(snapshot, filters), n_source
