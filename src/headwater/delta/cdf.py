@@ -17,7 +17,7 @@ import pyarrow as pa
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from headwater import storage
-from headwater.delta import change_data
+from headwater.delta import change_data, mapping
 from headwater.delta.log import DeltaLog, Snapshot, _parse_timestamp
 from headwater.delta.options import as_bool
 from headwater.delta.scan import FileTask, arrow_schema, read_file
@@ -133,7 +133,7 @@ def range_tasks(dlog: DeltaLog, start: int, end: int) -> list[FileTask]:
     snapshot = dlog.snapshot(version=start)
     snapshot.check_readable()
     enabled = change_data.enabled(snapshot.configuration)
-    names = _logical_partition_names(snapshot)
+    names = mapping.logical_paths(snapshot.schema)
     tasks: list[FileTask] = []
     for version in range(start, end + 1):
         actions = dlog.commit_actions(version)
@@ -214,16 +214,6 @@ def _task(
     )
 
 
-def _logical_partition_names(snapshot: Snapshot) -> dict[str, str]:
-    if snapshot.physical_schema is None:
-        return {}
-    return {
-        p.name: f.name
-        for p, f in zip(snapshot.physical_schema, snapshot.schema, strict=True)
-        if f.name in snapshot.partition_columns
-    }
-
-
 # -- reading (executors) -------------------------------------------------------------------
 
 
@@ -252,7 +242,7 @@ def read_changes(
             n = batch.num_rows
             columns = list(batch.columns)
             if kind is not None:
-                columns.append(pa.array([kind] * n, pa.string()))
-            columns.append(pa.array([version] * n, pa.int64()))
-            columns.append(pa.array([ts * 1000] * n, pa.int64()).cast(ts_type))
+                columns.append(pa.repeat(pa.scalar(kind, pa.string()), n))
+            columns.append(pa.repeat(pa.scalar(version, pa.int64()), n))
+            columns.append(pa.repeat(pa.scalar(ts * 1000, ts_type), n))
             yield pa.RecordBatch.from_arrays(columns, schema=out_schema)

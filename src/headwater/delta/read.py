@@ -73,10 +73,14 @@ def read_snapshot(
     """The snapshot's rows (only those of ``files``, a subset of its files, when given)."""
     snapshot.check_readable()
     schema = snapshot.schema
+    subset = files is not None
     files = snapshot.files if files is None else files
     if not files:
         return spark.createDataFrame([], schema)
-    if native_eligible(snapshot):
+    native = native_eligible(snapshot)
+    if subset and not native:
+        raise ValueError("a subset of files can be read only on the native path")
+    if native:
         paths = [f.absolute(snapshot.root) for f in files]
         df = spark.read.schema(schema).option("basePath", snapshot.root).parquet(*paths)
         return df.select(*[f"`{f.name}`" for f in schema])

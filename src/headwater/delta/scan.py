@@ -105,7 +105,7 @@ def conform(
         if field.name in parts:
             value = parts[field.name]
             arr = (
-                pa.array([value] * n, pa.string())
+                pa.repeat(pa.scalar(value, pa.string()), n)
                 if value not in (None, "")
                 else pa.nulls(n, pa.string())
             )

@@ -171,7 +171,7 @@ class DeltaBatchReader(DataSourceReader):
         physical = partition.physical_schema
         for task in partition.tasks:
             for batch in read_files([task], data, physical):
-                path = pa.array([task.path] * batch.num_rows, pa.string())
+                path = pa.repeat(pa.scalar(task.path, pa.string()), batch.num_rows)
                 yield pa.RecordBatch.from_arrays(
                     [*batch.columns, path], names=[*batch.schema.names, file_column]
                 )

@@ -31,7 +31,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta import cdf
+from headwater.delta import cdf, mapping
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import as_bool, as_bytes, as_int
 from headwater.delta.scan import FileTask, read_files
@@ -145,9 +145,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @cached_property
     def _logical_partition_names(self) -> dict[str, str]:
-        if self._physical is None:
-            return {}
-        return {p.name: f.name for p, f in zip(self._physical, self.schema, strict=True)}
+        """Physical -> logical column names (the identity without column mapping)."""
+        return mapping.logical_paths(self.log.snapshot().schema)
 
     def commit(self, end: dict) -> None:
         version = Position.of(end).version
