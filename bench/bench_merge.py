@@ -303,15 +303,15 @@ class CpuClock:
 @contextlib.contextmanager
 def phase_timer(phases: list[tuple[str, float]]) -> Iterator[None]:
     """Record (phase, seconds) for what headwater's DML does, by wrapping from outside: each
-    Spark action (``count``/``collect``) called in dml.py, the Parquet write and the whole
-    ``write_files`` (write + footers + moves), the snapshot load, the target read plan and
-    the commit."""
+    Spark action (``count``/``collect``/``first``) of dml.py, merge.py and pruning.py, the
+    Parquet write and the whole ``write_files`` (write + footers + moves), the snapshot
+    load, the target read plan, the commit and any optimistic write undone."""
     from pyspark.sql import DataFrameWriter
     from pyspark.sql.classic.dataframe import DataFrame  # the class of a local session's frames
 
-    from headwater.delta import dml, log, write
+    from headwater.delta import dml, log, merge, pruning, write
 
-    dml_file, write_file = dml.__file__, write.__file__
+    dml_files, write_file = (dml.__file__, merge.__file__), write.__file__
     undo: list[tuple[object, str, object]] = []
 
     def wrap(owner, name: str, label: Callable[[object], str | None]) -> None:
@@ -331,9 +331,10 @@ def phase_timer(phases: list[tuple[str, float]]) -> Iterator[None]:
         setattr(owner, name, timed_call)
         undo.append((owner, name, original))
 
-    def called_from(path: str, text: str) -> Callable[[object], str | None]:
+    def called_from(paths: tuple[str, ...], text: str) -> Callable[[object], str | None]:
         def label(frame) -> str | None:
-            if frame.f_code.co_filename != path:
+            path = frame.f_code.co_filename
+            if path not in paths:
                 return None
             line = linecache.getline(path, frame.f_lineno).strip()
             return f"{frame.f_code.co_name}() L{frame.f_lineno} {text}: {line}"
@@ -343,13 +344,16 @@ def phase_timer(phases: list[tuple[str, float]]) -> Iterator[None]:
     def always(text: str) -> Callable[[object], str]:
         return lambda frame: text
 
-    wrap(DataFrame, "count", called_from(dml_file, "count"))
-    wrap(DataFrame, "collect", called_from(dml_file, "collect"))
-    wrap(DataFrameWriter, "parquet", called_from(write_file, "Spark Parquet write"))
-    wrap(log.DeltaLog, "snapshot", called_from(dml_file, "snapshot"))
-    wrap(dml, "_target", always("_target(): read plan of the snapshot"))
-    wrap(dml, "write_files", always("write_files(): Parquet write + footers + moves"))
-    wrap(dml, "_commit", always("_commit(): delta-rs commit"))
+    wrap(DataFrame, "count", called_from(dml_files, "count"))
+    wrap(DataFrame, "collect", called_from(dml_files, "collect"))
+    wrap(DataFrame, "first", called_from(dml_files + (pruning.__file__,), "first"))
+    wrap(DataFrameWriter, "parquet", called_from((write_file,), "Spark Parquet write"))
+    wrap(log.DeltaLog, "snapshot", called_from(dml_files, "snapshot"))
+    for module in (dml, merge):
+        wrap(module, "_target", always("_target(): read plan of the snapshot"))
+        wrap(module, "write_files", always("write_files(): Parquet write + footers + moves"))
+        wrap(module, "_commit", always("_commit(): delta-rs commit"))
+    wrap(merge, "discard_files", always("discard_files(): an optimistic write undone"))
     try:
         yield
     finally:

@@ -13,7 +13,20 @@ def test_session_defaults(spark):
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
-    assert int(spark.conf.get("spark.sql.shuffle.partitions")) <= 8
+    # One shuffle partition per task slot of the local master.
+    assert spark.conf.get("spark.sql.shuffle.partitions") == str(
+        spark.sparkContext.defaultParallelism
+    )
+
+
+@pytest.mark.parametrize(
+    ("master", "cores"),
+    [("local", 1), ("local[3]", 3), ("local[2,4]", 2), ("local-cluster[2,1,1024]", 2)],
+)
+def test_local_masters_shuffle_into_one_partition_per_task_slot(master, cores):
+    from headwater.session import _cores
+
+    assert _cores(master) == cores
 
 
 def test_install_is_idempotent(spark):

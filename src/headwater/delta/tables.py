@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from headwater.delta import dml, maintenance
+from headwater.delta import dml, maintenance, merge
 from headwater.delta.dml import Clause, ExprLike
 from headwater.delta.log import DeltaLog
 from headwater.delta.read import read_delta
@@ -160,7 +160,7 @@ class DeltaMergeBuilder:
     def execute(self) -> DataFrame:
         """Run the MERGE; returns one row of its metrics (as delta-spark 3.x does)."""
         t = self._table
-        result = dml.merge(
+        result = merge.merge(
             t._spark, t._path, self._source, self._condition, self._clauses, t._alias, self._evolve
         )
         keys = ["numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsInserted"]

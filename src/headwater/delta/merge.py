@@ -1,0 +1,395 @@
+"""MERGE with delta-spark's semantics, executed by Spark and committed as one Delta commit.
+
+The target rows that can take part are those of the files whose key range overlaps the
+source's (the log's min/max stats, against one aggregate over the source). Those rows are
+full-outer-joined with the source, each joined row is labelled with the clause that acts on
+it, and the result is written by executors; the counts MERGE reports are observed during
+that write.
+
+Only files holding a matched row may be rewritten. delta-spark finds them first with an
+extra join. We skip that join when the candidate files are few next to the source (the
+usual upsert of recent keys, where nearly every candidate file is touched): the write
+itself observes which files held matched rows and whether any target row matched twice
+(matched pairs + unmatched rows > the files' row count from the log). If some candidate
+file turns out untouched, the written files are discarded and the touched files alone are
+rewritten, so the commit is the same either way.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
+
+from headwater.delta import change_data, pruning
+from headwater.delta.dml import (
+    ACTION_COL,
+    FILE_COL,
+    Clause,
+    ExprLike,
+    Result,
+    _commit,
+    _removes,
+    _session_txn,
+    _target,
+    as_column,
+)
+from headwater.delta.log import DataFile, DeltaLog, Snapshot
+from headwater.delta.write import _strip_file_scheme, discard_files, write_files
+from headwater.errors import DeltaError
+
+ROW_COL = "__hw_row"
+SRC_COL = "__hw_src"
+
+# Skip the touched-files join when the candidate files hold at most this many rows per
+# source row (or at most OPTIMISTIC_MIN_ROWS): rewriting an untouched candidate file in
+# vain then costs about what the join would have.
+OPTIMISTIC_ROWS_PER_SOURCE_ROW = 2
+OPTIMISTIC_MIN_ROWS = 1_000_000
+
+MULTIPLE_MATCH = (
+    "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform MERGE: several "
+    "source rows matched the same target row. Deduplicate the source (for example with "
+    "dropDuplicates on the join keys) before merging."
+)
+
+
+@dataclass
+class _Written:
+    """One write of the merged rows: the files, their rows and what was observed."""
+
+    adds: list
+    rows: int
+    counts: dict[str, int]
+    matched_files: set[str]
+    matched_pairs: int
+    unmatched_target: int
+
+
+def merge(
+    spark: SparkSession,
+    path: str,
+    source: DataFrame,
+    condition: ExprLike,
+    clauses: list[Clause],
+    target_alias: str | None,
+    evolve: bool = False,
+) -> Result:
+    """MERGE ``source`` into the table at ``path``.
+
+    Clauses of each kind are tried in order; the first whose condition holds acts. A target
+    row matched by several source rows is an error when a matched clause exists.
+    """
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    txn, done = _session_txn(spark, snapshot)
+    if done:
+        return Result(None, {})
+    plan = _Merge(spark, snapshot, source, condition, clauses, target_alias or "target", evolve)
+    written, touched, n_source = plan.run()
+    return plan.commit(dlog, written, touched, n_source, txn)
+
+
+class _Merge:
+    def __init__(
+        self,
+        spark: SparkSession,
+        snapshot: Snapshot,
+        source: DataFrame,
+        condition: ExprLike,
+        clauses: list[Clause],
+        alias: str,
+        evolve: bool,
+    ) -> None:
+        self.spark, self.snapshot, self.source, self.alias = spark, snapshot, source, alias
+        self.condition = condition
+        self.on = as_column(condition)
+        self.schema = snapshot.schema
+        self.clauses = clauses
+        self.matched = [c for c in clauses if c.kind == "matched"]
+        self.by_source = [c for c in clauses if c.kind == "not_matched_by_source"]
+        self.inserts = [c for c in clauses if c.kind == "not_matched"]
+        self.src = source.withColumn(SRC_COL, F.lit(True))
+        self.out_schema = self.schema
+        if evolve:
+            names = {f.name.lower() for f in self.schema}
+            extra = [f for f in source.schema if f.name.lower() not in names]
+            self.out_schema = StructType(
+                list(self.schema.fields) + [StructField(f.name, f.dataType, True) for f in extra]
+            )
+        self.deletes = self._labels(("m", "b"), "delete")
+        self.updates = self._labels(("m", "b"), "update")
+        self.inserted = self._labels(("n",), "insert")
+        self.codes = {label: code for code, label in enumerate(["skip", *self._all()])}
+        self._tests: dict[str, Column] = {}
+        self.src_columns = {c.lower(): self.src[c] for c in source.columns}
+
+    # -- planning ----------------------------------------------------------------------------
+
+    def run(self) -> tuple[_Written, set[str], int | None]:
+        """Write the merged rows: (what was written, the files it replaces, source rows)."""
+        snapshot = self.snapshot
+        if self.by_source:  # every target row can act: every file is rewritten
+            touched = {f.absolute(snapshot.root) for f in snapshot.files}
+            return self._write(self._joined(None, None)), touched, None
+        # Without NOT MATCHED BY SOURCE clauses only target rows that can match a source row
+        # matter: files whose key range misses the source's are neither read nor rewritten.
+        files, n_source = None, None
+        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
+        if keys:
+            files, n_source = pruning.merge_candidates(snapshot, self.source, keys)
+        if not self.matched:  # inserts only: nothing is rewritten
+            rows = self.src.join(self._target(files), self.on, "left_anti")
+            joined = rows.withColumn(FILE_COL, F.lit(None).cast("string"))
+            return self._write(joined, with_target=False), set(), n_source
+        files = snapshot.files if files is None else files
+        known_rows = _known_rows(snapshot, files)
+        if known_rows is not None and n_source is not None and _optimistic(known_rows, n_source):
+            candidates = {_strip_file_scheme(f.absolute(snapshot.root)) for f in files}
+            written = self._write(self._joined(files, None))
+            if written.matched_pairs + written.unmatched_target > known_rows:
+                discard_files(snapshot.root, written.adds)
+                raise DeltaError(MULTIPLE_MATCH)
+            if {_strip_file_scheme(p) for p in written.matched_files} == candidates:
+                return written, written.matched_files, n_source
+            discard_files(snapshot.root, written.adds)  # some candidate was untouched: redo
+            touched = written.matched_files
+        else:
+            touched = self._touched_files(files)
+        return self._write(self._joined(files, touched)), touched, n_source
+
+    def _target(self, files: list[DataFile] | None) -> DataFrame:
+        return _target(self.spark, self.snapshot, files).alias(self.alias)
+
+    def _joined(self, files: list[DataFile] | None, touched: set[str] | None) -> DataFrame:
+        """The target rows of ``files`` (of ``touched`` among them, when given) full-outer-
+        joined with the source."""
+        target = self._target(files)
+        if touched is not None:
+            paths = list(touched)
+            target = target.where(F.col(FILE_COL).isin(paths)) if paths else target.limit(0)
+        return target.join(self.src, self.on, "full_outer")
+
+    def _touched_files(self, files: list[DataFile]) -> set[str]:
+        """Files holding a row the source matches; fails when a target row matches twice."""
+        target = self._target(files).withColumn(ROW_COL, F.monotonically_increasing_id())
+        most, paths = (
+            target.join(self.src, self.on, "inner")
+            .groupBy(ROW_COL)
+            .agg(F.count(F.lit(1)).alias("n"), F.first(FILE_COL).alias("f"))
+            .agg(F.max("n"), F.collect_set("f"))
+            .first()
+        )
+        if (most or 0) > 1:
+            raise DeltaError(MULTIPLE_MATCH)
+        return set(paths or [])
+
+    # -- the merged rows ---------------------------------------------------------------------
+
+    def _write(self, joined: DataFrame, with_target: bool = True) -> _Written:
+        """Write the merged rows of ``joined`` (the target's rows joined with the source's, or
+        only the source's when ``with_target`` is False)."""
+        labelled = joined.withColumn(ACTION_COL, self._action())
+        self.labelled, self.with_target = labelled, with_target  # for the change data feed
+        t_here, s_here = F.col(FILE_COL).isNotNull(), F.col(SRC_COL).isNotNull()
+        observation = Observation(f"hw_merge_{uuid.uuid4().hex}")
+        observed = labelled.observe(
+            observation,
+            *[F.count_if(self._is(lab)).alias(lab) for lab in self._all()],
+            F.count_if(t_here & s_here).alias("__pairs"),
+            F.count_if(t_here & ~s_here).alias("__unmatched"),
+            F.collect_set(F.when(t_here & s_here, F.col(FILE_COL))).alias("__files"),
+        )
+        result = observed.select(*self._columns(with_target), F.col(ACTION_COL)).where(
+            ~self._is_any(["skip", *self.deletes])
+        )
+        adds, rows, _ = write_files(
+            result.drop(ACTION_COL),
+            self.snapshot.root,
+            self.snapshot.partition_columns,
+            self.out_schema,
+        )
+        got = observation.get
+        return _Written(
+            adds,
+            rows,
+            {k: int(got.get(k) or 0) for k in self._all()},
+            set(got.get("__files") or []),
+            int(got.get("__pairs") or 0),
+            int(got.get("__unmatched") or 0),
+        )
+
+    def _is(self, label: str) -> Column:
+        if label not in self._tests:  # built once: each Column call is a round trip to the JVM
+            self._tests[label] = F.col(ACTION_COL) == F.lit(self.codes[label])
+        return self._tests[label]
+
+    def _is_any(self, labels: list[str]) -> Column:
+        return F.col(ACTION_COL).isin([self.codes[lab] for lab in labels])
+
+    def _action(self) -> Column:
+        """The code of the clause acting on a joined row (labels m<i>/b<i>/n<i>, keep, skip;
+        codes are small integers: cheaper to compare on every row than strings)."""
+        t_here, s_here = F.col(FILE_COL).isNotNull(), F.col(SRC_COL).isNotNull()
+        tests = [
+            (t_here & s_here & _holds(c.condition), f"m{i}") for i, c in enumerate(self.matched)
+        ]
+        tests.append((t_here & s_here, "keep"))
+        tests += [
+            (t_here & ~s_here & _holds(c.condition), f"b{i}") for i, c in enumerate(self.by_source)
+        ]
+        tests.append((t_here, "keep"))
+        tests += [(s_here & _holds(c.condition), f"n{i}") for i, c in enumerate(self.inserts)]
+        action = F.when(tests[0][0], F.lit(self.codes[tests[0][1]]))
+        for test, label in tests[1:]:
+            action = action.when(test, F.lit(self.codes[label]))
+        return action.otherwise(F.lit(self.codes["skip"]))
+
+    def _columns(self, with_target: bool) -> list[Column]:
+        columns = []
+        for f in self.out_schema:
+            value = (
+                F.col(f"{self.alias}.`{f.name}`")
+                if with_target and self._in_target(f.name)
+                else F.lit(None).cast(f.dataType)
+            )
+            expr = F.when(self._is("keep"), value)
+            for prefix, group in self._groups():
+                for i, c in enumerate(group):
+                    if c.action in ("update", "insert"):
+                        current = value if c.action == "update" else None
+                        new = _assigned(c, f.name, self.src_columns, current)
+                        if new is not None:
+                            expr = expr.when(self._is(f"{prefix}{i}"), new)
+            columns.append(expr.cast(f.dataType).alias(f.name))
+        return columns
+
+    def _in_target(self, name: str) -> bool:
+        return any(name == t.name for t in self.schema)
+
+    def _groups(self) -> list[tuple[str, list[Clause]]]:
+        return [("m", self.matched), ("b", self.by_source), ("n", self.inserts)]
+
+    def _all(self) -> list[str]:
+        return ["keep"] + [f"{p}{i}" for p, g in self._groups() for i in range(len(g))]
+
+    def _labels(self, prefixes: tuple[str, ...], action: str) -> list[str]:
+        return [
+            f"{p}{i}"
+            for p, g in self._groups()
+            if p in prefixes
+            for i, c in enumerate(g)
+            if c.action == action
+        ]
+
+    def _changes(self) -> DataFrame:
+        """The changed rows, for the change data feed (pre- and post-images, inserts, deletes)."""
+        labelled, updated = self.labelled, self._is_any(self.updates)
+        after = labelled.select(*self._columns(self.with_target), ACTION_COL).where(
+            self._is_any([*self.updates, *self.inserted])
+        )
+        after = after.withColumn(
+            change_data.CHANGE_TYPE,
+            F.when(updated, F.lit("update_postimage")).otherwise(F.lit("insert")),
+        )
+        before = labelled.where(self._is_any([*self.updates, *self.deletes])).select(
+            *[
+                (
+                    F.col(f"{self.alias}.`{f.name}`")
+                    if self.with_target and self._in_target(f.name)
+                    else F.lit(None)
+                )
+                .cast(f.dataType)
+                .alias(f.name)
+                for f in self.out_schema
+            ],
+            F.when(updated, F.lit("update_preimage"))
+            .otherwise(F.lit("delete"))
+            .alias(change_data.CHANGE_TYPE),
+        )
+        return before.unionByName(after.drop(ACTION_COL))
+
+    # -- the commit --------------------------------------------------------------------------
+
+    def commit(
+        self,
+        dlog: DeltaLog,
+        written: _Written,
+        touched: set[str],
+        n_source: int | None,
+        txn: tuple[str, int] | None,
+    ) -> Result:
+        counts = written.counts
+
+        def total(prefix: str, kind: str) -> int:
+            group = dict(self._groups())[prefix]
+            return sum(
+                counts.get(f"{prefix}{i}", 0) for i, c in enumerate(group) if c.action == kind
+            )
+
+        removes = _removes(self.snapshot, touched)
+        metrics = {
+            "numSourceRows": self.source.count() if n_source is None else n_source,
+            "numTargetRowsInserted": total("n", "insert"),
+            "numTargetRowsUpdated": total("m", "update") + total("b", "update"),
+            "numTargetRowsMatchedUpdated": total("m", "update"),
+            "numTargetRowsNotMatchedBySourceUpdated": total("b", "update"),
+            "numTargetRowsDeleted": total("m", "delete") + total("b", "delete"),
+            "numTargetRowsMatchedDeleted": total("m", "delete"),
+            "numTargetRowsNotMatchedBySourceDeleted": total("b", "delete"),
+            "numTargetRowsCopied": counts.get("keep", 0),
+            "numOutputRows": written.rows,
+            "numTargetFilesAdded": len(written.adds),
+            "numTargetFilesRemoved": len(removes),
+        }
+        params = {"predicate": str(self.condition), "clauses": len(self.clauses)}
+        version = _commit(
+            dlog,
+            self.snapshot,
+            written.adds,
+            removes,
+            self.out_schema,
+            "MERGE",
+            params,
+            metrics,
+            evolve=self.out_schema != self.schema,
+            txn=txn,
+            changes=self._changes,
+        )
+        return Result(version, metrics)
+
+
+def _optimistic(known_rows: int, n_source: int) -> bool:
+    return known_rows <= max(OPTIMISTIC_ROWS_PER_SOURCE_ROW * n_source, OPTIMISTIC_MIN_ROWS)
+
+
+def _known_rows(snapshot: Snapshot, files: list[DataFile]) -> int | None:
+    """Rows in ``files`` by the log's numRecords (None: a file has no count)."""
+    counts = dict(
+        zip(
+            (f.path for f in snapshot.files),
+            snapshot.add_actions.column("num_records").to_pylist(),
+            strict=True,
+        )
+    )
+    rows = [counts.get(f.path) for f in files]
+    return None if any(r is None for r in rows) else sum(int(r) for r in rows)
+
+
+def _holds(condition: ExprLike | None) -> Column:
+    return F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))
+
+
+def _assigned(
+    clause: Clause, name: str, src_columns: dict[str, Column], current: Column | None
+) -> Column | None:
+    """The value a clause gives column ``name`` (None: the clause leaves it as is)."""
+    if clause.assignments is None:  # updateAll / insertAll: same-named source column
+        return src_columns.get(name.lower(), current)
+    for key, value in clause.assignments.items():
+        if key.split(".")[-1].strip("`").lower() == name.lower():
+            return as_column(value)
+    return current
