@@ -9,11 +9,13 @@ read by the executors as Arrow batches (:mod:`headwater.delta.scan`), like any D
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from headwater import storage
@@ -21,7 +23,7 @@ from headwater.delta import change_data, mapping
 from headwater.delta.log import DeltaLog, Snapshot, _parse_timestamp
 from headwater.delta.options import as_bool
 from headwater.delta.scan import FileTask, arrow_schema, read_file
-from headwater.errors import CorruptLogError, DeltaError, OptionError, UnsupportedFeatureError
+from headwater.errors import CorruptLogError, DeltaError, OptionError
 
 CHANGE_TYPE = change_data.CHANGE_TYPE
 CDF_FIELDS = [
@@ -167,15 +169,60 @@ def version_tasks(
         if kind in a and a[kind].get("dataChange", True)
     ]
     if any(action.get("deletionVector") for _, action in changed):
-        raise UnsupportedFeatureError(
-            f"Version {version} of {dlog.root} changed rows with deletion vectors but recorded "
-            "no change data files; headwater cannot derive its change feed. Read from a later "
-            "version."
-        )
+        return _vector_tasks(dlog, version, changed, ts, names)
     return [
         _task(dlog, action, "insert" if kind == "add" else "delete", version, ts, names)
         for kind, action in changed
     ]
+
+
+def _vector_tasks(
+    dlog: DeltaLog,
+    version: int,
+    changed: list[tuple[str, dict]],
+    ts: int,
+    names: dict[str, str],
+) -> list[FileTask]:
+    """The changes of a commit that changed rows through deletion vectors and wrote no cdc
+    files, as delta-spark derives them: a file removed with one vector and added back with
+    another lost the rows the new vector adds (deletes) and regained those it drops
+    (inserts); a file removed or added alone deletes or inserts its live rows."""
+    before = dlog.snapshot(version=version - 1).deletion_vectors if version > 0 else {}
+    after = dlog.snapshot(version=version).deletion_vectors
+    removed = {unquote(a["path"]): a for kind, a in changed if kind == "remove"}
+    added = {unquote(a["path"]): a for kind, a in changed if kind == "add"}
+    tasks: list[FileTask] = []
+    for path in sorted(removed.keys() | added.keys()):
+        action = added.get(path) or removed[path]
+        n = _rows(dlog, path, action)
+        old = _live(before.get(path), n) if path in removed else [False] * n
+        new = _live(after.get(path), n) if path in added else [False] * n
+        for kind, selection in (
+            ("delete", [o and not w for o, w in zip(old, new, strict=True)]),
+            ("insert", [w and not o for o, w in zip(old, new, strict=True)]),
+        ):
+            if any(selection):
+                task = _task(dlog, action, kind, version, ts, names)
+                tasks.append(dataclasses.replace(task, selection=tuple(selection)))
+    return tasks
+
+
+def _rows(dlog: DeltaLog, path: str, action: dict) -> int:
+    stats = action.get("stats")
+    if stats:
+        records = json.loads(stats).get("numRecords")
+        if records is not None:
+            return int(records)
+    fs, local = storage.filesystem(storage.join(dlog.root, path))
+    with fs.open_input_file(local) as f:
+        return pq.ParquetFile(f).metadata.num_rows
+
+
+def _live(selection: tuple[bool, ...] | None, n: int) -> list[bool]:
+    """A file's live rows (rows past the end of a deletion vector are live)."""
+    if selection is None:
+        return [True] * n
+    return list(selection[:n]) + [True] * max(0, n - len(selection))
 
 
 def snapshot_tasks(dlog: DeltaLog, snapshot: Snapshot) -> list[FileTask]:

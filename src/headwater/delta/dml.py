@@ -19,12 +19,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from headwater.delta import change_data, pruning, raw_commit
+from headwater.delta import change_data, dv_descriptors, pruning, raw_commit
 from headwater.delta.commit import CommitRequest, commit
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.read import native_eligible, python_read, read_snapshot
 from headwater.delta.write import _strip_file_scheme, write_files
-from headwater.errors import DeltaError, UnsupportedFeatureError
+from headwater.errors import CorruptLogError, DeltaError
 
 FILE_COL = "__hw_file"
 ACTION_COL = "__hw_action"
@@ -58,12 +58,6 @@ def _target(
     """The table's rows (of ``files`` only, when given) with the path of the file holding
     each, to rewrite only those files."""
     snapshot.check_writable()
-    if snapshot.deletion_vectors:
-        raise UnsupportedFeatureError(
-            f"DELETE/UPDATE/MERGE on {snapshot.root} is not supported yet: it has deletion "
-            "vectors (written by another engine). Rewrite it first, for example with "
-            "OPTIMIZE in that engine or by reading it and overwriting with headwater."
-        )
     files = snapshot.files if files is None else files
     if not files:
         with_file = StructType([*snapshot.schema.fields, StructField(FILE_COL, StringType())])
@@ -88,16 +82,22 @@ def _removes(snapshot: Snapshot, touched: set[str]) -> list[RemoveAction]:
     ]
 
 
-def _file_rows(snapshot: Snapshot, removes: list[RemoveAction]) -> int:
-    """Rows in the removed files, from the log's numRecords."""
-    counts = dict(
-        zip(
-            (f.path for f in snapshot.files),
-            snapshot.add_actions.column("num_records").to_pylist(),
-            strict=True,
+def live_rows(snapshot: Snapshot) -> dict[str, int | None]:
+    """Live rows of each file: the log's numRecords less the rows its deletion vector
+    deletes (None: the log does not count the file's rows)."""
+    deleted = {path: sel.count(False) for path, sel in snapshot.deletion_vectors.items()}
+    return {
+        f.path: None if n is None else int(n) - deleted.get(f.path, 0)
+        for f, n in zip(
+            snapshot.files, snapshot.add_actions.column("num_records").to_pylist(), strict=True
         )
-    )
-    return sum(int(counts.get(r.path) or 0) for r in removes)
+    }
+
+
+def _file_rows(snapshot: Snapshot, removes: list[RemoveAction]) -> int:
+    """Live rows in the removed files, from the log."""
+    counts = live_rows(snapshot)
+    return sum(counts.get(r.path) or 0 for r in removes)
 
 
 def _commit(
@@ -120,8 +120,14 @@ def _commit(
     """
     if not adds and not removes and not evolve and txn is None:
         return None
-    if changes is not None and removes and change_data.enabled(snapshot.configuration):
-        cdc = change_data.write_changes(changes(), snapshot, schema)
+    record_changes = bool(
+        changes is not None and removes and change_data.enabled(snapshot.configuration)
+    )
+    vectors = _removed_vectors(dlog, snapshot, removes)
+    if record_changes or vectors:
+        # delta-rs's Python API can commit neither cdc actions nor removes that name a
+        # deletion vector: such commits are written by raw_commit.
+        cdc = change_data.write_changes(changes(), snapshot, schema) if record_changes else []
         return raw_commit.commit_actions(
             dlog,
             snapshot,
@@ -135,6 +141,7 @@ def _commit(
             },
             schema=schema if evolve else None,
             txn=txn,
+            removed_vectors=vectors,
         )
     request = CommitRequest(
         adds=adds,
@@ -152,6 +159,25 @@ def _commit(
         },
     )
     return commit(dlog, request).version
+
+
+def _removed_vectors(
+    dlog: DeltaLog, snapshot: Snapshot, removes: list[RemoveAction]
+) -> dict[str, dict]:
+    """The log's path and deletion-vector descriptor of each removed file that has one."""
+    if not removes or not snapshot.deletion_vectors:
+        return {}
+    wanted = {r.path for r in removes} & set(snapshot.deletion_vectors)
+    if not wanted:
+        return {}
+    descriptors = dv_descriptors.live_descriptors(dlog, snapshot.version)
+    missing = wanted - set(descriptors)
+    if missing:
+        raise CorruptLogError(
+            f"The log of {snapshot.root} gives no deletion vector for {sorted(missing)[0]}, "
+            "which delta-rs reads with one; nothing was committed."
+        )
+    return {path: descriptors[path] for path in wanted}
 
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"

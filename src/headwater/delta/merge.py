@@ -36,6 +36,7 @@ from headwater.delta.dml import (
     _session_txn,
     _target,
     as_column,
+    live_rows,
 )
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.write import _strip_file_scheme, discard_files, write_files
@@ -367,16 +368,10 @@ def _optimistic(known_rows: int, n_source: int) -> bool:
 
 
 def _known_rows(snapshot: Snapshot, files: list[DataFile]) -> int | None:
-    """Rows in ``files`` by the log's numRecords (None: a file has no count)."""
-    counts = dict(
-        zip(
-            (f.path for f in snapshot.files),
-            snapshot.add_actions.column("num_records").to_pylist(),
-            strict=True,
-        )
-    )
+    """Live rows in ``files`` by the log (None: a file has no row count)."""
+    counts = live_rows(snapshot)
     rows = [counts.get(f.path) for f in files]
-    return None if any(r is None for r in rows) else sum(int(r) for r in rows)
+    return None if any(r is None for r in rows) else sum(rows)
 
 
 def _holds(condition: ExprLike | None) -> Column:

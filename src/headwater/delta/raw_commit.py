@@ -39,20 +39,26 @@ def commit_actions(
     info: dict,
     schema: StructType | None = None,
     txn: tuple[str, int] | None = None,
+    removed_vectors: dict[str, dict] | None = None,
 ) -> int:
     """Publish one commit on top of ``snapshot``; returns its version.
 
     ``schema`` (when it differs from the snapshot's) adds a metaData action, so a MERGE
-    with schema evolution stays one commit. A concurrent commit raises
+    with schema evolution stays one commit. ``removed_vectors`` maps a removed file's path
+    to the log's path and deletion vector of its add (see :mod:`dv_descriptors`), which its
+    remove must repeat. A concurrent commit raises
     :class:`ConcurrentModificationError` and leaves the table untouched.
     """
     filesystem, log_dir = storage.filesystem(dlog.log_dir)
     if not isinstance(filesystem, pafs.LocalFileSystem):
         raise UnsupportedFeatureError(
-            f"Recording change data for {dlog.root} needs a local filesystem (an atomic "
-            "put-if-absent of the commit file); disable delta.enableChangeDataFeed on this table "
-            "or run the operation with delta-spark."
+            f"This commit to {dlog.root} (change data or files with deletion vectors) needs "
+            "a local filesystem (an atomic put-if-absent of the commit file); run the "
+            "operation with delta-spark, or disable delta.enableChangeDataFeed / purge the "
+            "deletion vectors (REORG TABLE ... APPLY (PURGE)) in that engine."
         )
+    _check_writer_features(snapshot, bool(removes))
+    removed_vectors = removed_vectors or {}
     now = int(time.time() * 1000)
     version = snapshot.version + 1
     lines: list[dict] = [
@@ -75,18 +81,18 @@ def commit_actions(
     if txn is not None:
         lines.append({"txn": {"appId": txn[0], "version": txn[1], "lastUpdated": now}})
     for r in removes:
-        lines.append(
-            {
-                "remove": {
-                    "path": r.path,
-                    "deletionTimestamp": r.deletion_timestamp,
-                    "dataChange": r.data_change,
-                    "extendedFileMetadata": True,
-                    "partitionValues": dict(r.partition_values or {}),
-                    "size": r.size,
-                }
-            }
-        )
+        remove = {
+            "path": r.path,
+            "deletionTimestamp": r.deletion_timestamp,
+            "dataChange": r.data_change,
+            "extendedFileMetadata": True,
+            "partitionValues": dict(r.partition_values or {}),
+            "size": r.size,
+        }
+        if r.path in removed_vectors:
+            remove["path"] = removed_vectors[r.path]["path"]
+            remove["deletionVector"] = removed_vectors[r.path]["deletionVector"]
+        lines.append({"remove": remove})
     for a in adds:
         lines.append(
             {
@@ -106,6 +112,35 @@ def commit_actions(
     if version % CHECKPOINT_INTERVAL == 0:
         DeltaTable(dlog.root, storage_options=dlog.storage_options).create_checkpoint()
     return version
+
+
+# Writer features whose rules these commits keep (table features protocol, writer v7).
+# Others (row tracking, in-commit timestamps, identity columns, ...) need fields we do not
+# write, so such tables are refused by name rather than left inconsistent.
+HONOURED_WRITER_FEATURES = {
+    "appendOnly",
+    "changeDataFeed",
+    "deletionVectors",
+    "domainMetadata",
+    "timestampNtz",
+    "vacuumProtocolCheck",
+}
+
+
+def _check_writer_features(snapshot: Snapshot, removes: bool) -> None:
+    features = set(snapshot.table.protocol().writer_features or [])
+    unknown = sorted(features - HONOURED_WRITER_FEATURES)
+    if unknown:
+        raise UnsupportedFeatureError(
+            f"Delta table at {snapshot.root} uses writer feature(s) {', '.join(unknown)}, "
+            "which headwater cannot keep in this commit; nothing was written. Run the "
+            "operation with delta-spark."
+        )
+    if removes and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
+        raise UnsupportedFeatureError(
+            f"Delta table at {snapshot.root} is append-only (delta.appendOnly=true): rows "
+            "cannot be updated or deleted."
+        )
 
 
 def _publish(log_dir: str, version: int, payload: bytes, root: str) -> None:

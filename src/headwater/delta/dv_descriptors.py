@@ -1,0 +1,104 @@
+"""The deletion-vector descriptors of a snapshot's live files, replayed from the log.
+
+A commit that removes a file carrying a deletion vector must name that vector in its
+``remove`` action: readers pair adds and removes by (path, deletion vector), so a remove
+without it leaves the file live. delta-rs reads deletion vectors but its Python API does
+not expose their descriptors, so they are read here: the newest checkpoint at or before
+the version (classic, multi-part, or V2 with sidecars), then the JSON commits after it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from headwater import storage
+from headwater.delta.log import DeltaLog
+from headwater.errors import CorruptLogError
+
+_CHECKPOINT = re.compile(
+    r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10})|\.([0-9a-fA-F-]{36}))?\.(parquet|json)$"
+)
+
+
+def live_descriptors(dlog: DeltaLog, version: int) -> dict[str, dict]:
+    """``{path: {"path": <path as the log wrote it>, "deletionVector": {...}}}`` for every
+    live file with a deletion vector at ``version``; keys are decoded relative paths, as in
+    :class:`headwater.delta.log.DataFile`."""
+    start, files = _checkpoint(dlog, version)
+    state = {unquote(a["path"]): a for a in files if a.get("deletionVector")}
+    for v in range(start + 1, version + 1):
+        for action in dlog.commit_actions(v):
+            if "add" in action:
+                add = action["add"]
+                if add.get("deletionVector"):
+                    state[unquote(add["path"])] = add
+                else:
+                    state.pop(unquote(add["path"]), None)
+            elif "remove" in action:
+                state.pop(unquote(action["remove"]["path"]), None)
+    return {
+        key: {
+            "path": add["path"],
+            "deletionVector": {k: v for k, v in add["deletionVector"].items() if v is not None},
+        }
+        for key, add in state.items()
+    }
+
+
+def _checkpoint(dlog: DeltaLog, version: int) -> tuple[int, list[dict]]:
+    """(checkpoint version, its add actions) of the newest complete checkpoint at or
+    before ``version``; (-1, []) when there is none."""
+    found: dict[int, dict[str, list[str]]] = {}
+    for info in storage.list_files(dlog.log_dir, recursive=False):
+        m = _CHECKPOINT.match(info.base_name)
+        if not m or int(m.group(1)) > version:
+            continue
+        v, parts, uid = int(m.group(1)), m.group(3), m.group(4)
+        key = uid or (f"multi-{parts}" if parts else "single")
+        found.setdefault(v, {}).setdefault(key, []).append(info.path)
+    for v in sorted(found, reverse=True):
+        for key, paths in found[v].items():
+            if key.startswith("multi-") and len(paths) != int(key.split("-", 1)[1]):
+                continue  # an incomplete multi-part checkpoint is ignored, as readers do
+            adds: list[dict] = []
+            for path in sorted(paths):
+                adds += _checkpoint_adds(dlog, path)
+            return v, adds
+    return -1, []
+
+
+def _checkpoint_adds(dlog: DeltaLog, path: str) -> list[dict]:
+    if path.endswith(".json"):  # a V2 checkpoint written as JSON
+        text = storage.read_bytes(path).decode("utf-8")
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+        adds = [a["add"] for a in actions if "add" in a]
+        sidecars = [a["sidecar"]["path"] for a in actions if "sidecar" in a]
+    else:
+        table = _read(path)
+        adds = _non_null(table, "add")
+        sidecars = [s["path"] for s in _non_null(table, "sidecar")]
+    for sidecar in sidecars:
+        full = sidecar if "://" in sidecar else storage.join(dlog.log_dir, "_sidecars", sidecar)
+        adds += _non_null(_read(full), "add")
+    return adds
+
+
+def _read(path: str) -> pa.Table:
+    fs, p = storage.filesystem(path)
+    try:
+        schema = pq.read_schema(p, filesystem=fs)
+        columns = [c for c in ("add", "sidecar") if c in schema.names]
+        return pq.read_table(p, columns=columns, filesystem=fs)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise CorruptLogError(f"Checkpoint file {path} cannot be read: {e}") from e
+
+
+def _non_null(table: pa.Table, column: str) -> list[dict]:
+    if column not in table.column_names:
+        return []
+    return [a for a in table.column(column).to_pylist() if a is not None]
