@@ -4,11 +4,14 @@ names at every nesting level; the log's partition values and stats use them too.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable as RsTable
+from deltalake import QueryBuilder
 
 from headwater.errors import UnsupportedFeatureError
 from tests.delta.helpers import drain_to_memory
@@ -196,12 +199,92 @@ def test_mapped_table_streams_with_logical_names(spark, mapped_table, tmp_path):
     assert rows == [(1, "Ann", "eu"), (2, "Bob", "eu"), (10, "Cy", "us")]
 
 
-def test_writing_a_mapped_table_is_refused_by_name(spark, mapped_table):
-    df = spark.createDataFrame([(3,)], "id long")
-    with pytest.raises(UnsupportedFeatureError, match="column mapping"):
-        df.write.format("delta").mode("append").save(str(mapped_table))
+def _copy(mapped_table: Path, tmp_path: Path) -> str:
+    path = tmp_path / "mapped_copy"
+    shutil.copytree(mapped_table, path)
+    return str(path)
+
+
+def _delta_rs_ids(path: str) -> list[int]:
+    table = QueryBuilder().register("t", RsTable(path)).execute("select id from t").read_all()
+    return sorted(pa.table(table).column("id").to_pylist())
+
+
+def _new_files(path: str, before: set[str]) -> list[Path]:
+    return [p for p in Path(path).rglob("*.parquet") if p.name not in before]
+
+
+def test_rows_written_to_a_mapped_table_use_physical_names_and_field_ids(
+    spark, mapped_table, tmp_path
+):
+    path = _copy(mapped_table, tmp_path)
+    schema = spark.read.format("delta").load(path).schema
+    before = {p.name for p in Path(path).rglob("*.parquet")}
+    row = (20, ("Dee", 60), [("w",)], {"q": (3,)}, "d", 2.5, "eu")
+    spark.createDataFrame([row], schema).write.format("delta").mode("append").save(path)
+
+    df = spark.read.format("delta").load(path)
+    assert df.where("id = 20").first().asDict(recursive=True) == {
+        "id": 20,
+        "person": {"first name": "Dee", "age": 60},
+        "tags": [{"t": "w"}],
+        "attrs": {"q": {"v": 3}},
+        "renamed": "d",
+        "added later": 2.5,
+        "region": "eu",
+    }
+    assert _delta_rs_ids(path) == [1, 2, 10, 20]  # another reader agrees
+    (written,) = _new_files(path, before)
+    assert "col-11=eu" in str(written)  # partition directory under the physical name
+    file_schema = pq.read_schema(written)
+    assert file_schema.names == ["col-1", "col-4", "col-6", "col-8", "old_name", "col-10"]
+    assert file_schema.field("col-1").metadata[b"PARQUET:field_id"] == b"1"
+    assert file_schema.field("col-4").type.field("col-3").metadata[b"PARQUET:field_id"] == b"3"
+    add = [
+        json.loads(line)["add"]
+        for line in sorted(Path(path, "_delta_log").glob("*.json"))[-1].read_text().splitlines()
+        if '"add"' in line
+    ][0]
+    assert add["partitionValues"] == {"col-11": "eu"}
+    assert json.loads(add["stats"])["minValues"]["col-1"] == 20
+    # the log's schema (with its physical names) is unchanged: no metaData action
+    assert json.loads(RsTable(path).schema().to_json()) == json.loads(
+        RsTable(str(mapped_table)).schema().to_json()
+    )
+    assert "metaData" not in sorted(Path(path, "_delta_log").glob("*.json"))[-1].read_text()
+    assert [r.id for r in df.where("id >= 20").collect()] == [20]  # stats by physical name
+
+
+def test_update_delete_and_merge_on_a_mapped_table(spark, mapped_table, tmp_path):
     from headwater.delta.tables import DeltaTable
 
+    path = _copy(mapped_table, tmp_path)
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id = 1")
+    dt.update("id = 2", {"renamed": "'changed'", "`added later`": "9.5"})
+    source = (
+        spark.read.format("delta")
+        .load(path)
+        .where("id = 10")
+        .selectExpr(
+            "30 AS id", "person", "tags", "attrs", "'m' AS renamed", "`added later`", "region"
+        )
+    )
+    dt.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    rows = {r.id: r for r in spark.read.format("delta").load(path).collect()}
+    assert sorted(rows) == [2, 10, 30]
+    assert (rows[2].renamed, rows[2]["added later"]) == ("changed", 9.5)
+    assert rows[2].person.asDict() == {"first name": "Bob", "age": 40}
+    assert rows[30].person["first name"] == "Cy" and rows[30].renamed == "m"
+    assert _delta_rs_ids(path) == [2, 10, 30]
+
+
+def test_changing_a_mapped_tables_schema_is_refused_by_name(spark, mapped_table, tmp_path):
+    path = _copy(mapped_table, tmp_path)
+    df = spark.createDataFrame([(3, "x")], "id long, extra string")
     with pytest.raises(UnsupportedFeatureError, match="column mapping"):
-        DeltaTable.forPath(spark, str(mapped_table)).delete("id = 1")
-    assert spark.read.format("delta").load(str(mapped_table)).count() == 3
+        df.write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+    with pytest.raises(UnsupportedFeatureError, match="column mapping"):
+        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
+    assert spark.read.format("delta").load(path).count() == 3
+    assert RsTable(path).version() == 0

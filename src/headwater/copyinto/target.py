@@ -18,7 +18,7 @@ from pyspark.sql.types import StructType
 from headwater.catalog import Catalog, TableEntry
 from headwater.catalog.names import delta_path, parse
 from headwater.delta.log import DeltaLog, Snapshot
-from headwater.errors import TableNotFoundError
+from headwater.errors import TableNotFoundError, UnsupportedFeatureError
 
 
 @dataclass
@@ -84,6 +84,12 @@ def resolve(spark: SparkSession, target: str) -> Target:
 def _loaded(text: str, dlog: DeltaLog, entry: TableEntry | None) -> Target:
     snapshot = dlog.snapshot()
     snapshot.check_writable()
+    if snapshot.physical_schema is not None:
+        raise UnsupportedFeatureError(
+            f"COPY INTO {text}: the table uses column mapping, which COPY INTO does not write "
+            "yet. Load the files with spark.read and append them (df.write.format('delta')"
+            ".mode('append')), which writes such tables."
+        )
     return Target(text, dlog, entry, snapshot)
 
 

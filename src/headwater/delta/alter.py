@@ -18,7 +18,7 @@ def add_columns(path: str, fields: list[StructField]) -> None:
     """Append nullable columns (existing rows read them as null), as ``ADD COLUMNS`` does."""
     dlog = DeltaLog(path)
     snapshot = dlog.snapshot()
-    snapshot.check_writable()
+    snapshot.check_writable(schema_change=True)
     existing = {f.name.lower() for f in snapshot.schema}
     clash = [f.name for f in fields if f.name.lower() in existing]
     if clash:

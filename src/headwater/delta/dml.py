@@ -312,7 +312,7 @@ def update(
     if not touched:
         return Result(None, {"numUpdatedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
     rows = target.where(F.col(FILE_COL).isin(list(touched))).withColumn(ACTION_COL, cond)
-    by_name = {k.lower(): as_column(v) for k, v in assignments.items()}
+    by_name = {_column_name(k).lower(): as_column(v) for k, v in assignments.items()}
     out = rows.select(
         *[
             F.when(F.col(ACTION_COL), by_name[f.name.lower()].cast(f.dataType))
@@ -350,9 +350,16 @@ def update(
     return Result(version, metrics)
 
 
+def _column_name(key: str) -> str:
+    """A ``set`` key as a column name (``\`added later\``` or ``added later``)."""
+    if len(key) > 1 and key.startswith("`") and key.endswith("`"):
+        return key[1:-1].replace("``", "`")
+    return key
+
+
 def _check_columns(schema: StructType, assignments: Mapping[str, ExprLike], path: str) -> None:
     names = {f.name.lower() for f in schema}
-    unknown = [k for k in assignments if k.lower() not in names]
+    unknown = [k for k in assignments if _column_name(k).lower() not in names]
     if unknown:
         raise DeltaError(
             f"Cannot set column(s) {', '.join(unknown)}: the table at {path} has columns "

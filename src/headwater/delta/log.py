@@ -141,20 +141,24 @@ class Snapshot:
                 "or a non-hive file layout); reading that combination is not supported yet."
             )
 
-    def check_writable(self) -> None:
-        """Refuse, by name, writes that would break a table another engine wrote."""
+    def check_writable(self, schema_change: bool = False) -> None:
+        """Refuse, by name, writes that would break a table another engine wrote.
+
+        Tables with column mapping take rows (written under physical names); a change of
+        their schema would need new physical names and ids, which is not done here.
+        """
         self.check_readable()
         if self.variant_features:
             raise UnsupportedFeatureError(
                 f"Delta table at {self.root} uses {', '.join(self.variant_features)}; headwater "
                 "reads variant columns but cannot write such tables yet."
             )
-        if self.physical_schema is not None:
+        if self.physical_schema is not None and schema_change:
             raise UnsupportedFeatureError(
                 f"Delta table at {self.root} uses column mapping (mode "
-                f"{mapping.mode(self.configuration)}); headwater reads such tables but cannot "
-                "write them yet. Write it with delta-spark or Databricks, or copy it into a new "
-                "table (CREATE TABLE ... AS SELECT) to write with headwater."
+                f"{mapping.mode(self.configuration)}); headwater writes rows to it but cannot "
+                "change its schema yet. Change the schema with delta-spark or Databricks, or "
+                "copy it into a new table (CREATE TABLE ... AS SELECT)."
             )
 
     def check_readable(self) -> None:

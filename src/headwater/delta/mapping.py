@@ -12,6 +12,8 @@ import pyarrow as pa
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
+COLUMN_ID = "delta.columnMapping.id"
+PARQUET_FIELD_ID = "parquet.field.id"  # Spark's Parquet writer writes it as the field id
 MODES = ("none", "name", "id")
 
 
@@ -24,23 +26,38 @@ def physical_schema(logical: StructType) -> StructType:
     return _physical(logical)  # type: ignore[return-value]
 
 
-def _physical(t: DataType) -> DataType:
+def is_mapped(schema: StructType) -> bool:
+    return any(PHYSICAL_NAME in (f.metadata or {}) for f in schema.fields)
+
+
+def file_schema(logical: StructType) -> StructType:
+    """The schema to write data files with: physical names, and each column's mapping id
+    as its Parquet field id (readers in ``id`` mode look columns up by it)."""
+    return _physical(logical, for_files=True)  # type: ignore[return-value]
+
+
+def _physical(t: DataType, for_files: bool = False) -> DataType:
     if isinstance(t, StructType):
-        return StructType(
-            [
+        fields = []
+        for f in t.fields:
+            meta = f.metadata or {}
+            if for_files:
+                meta = {PARQUET_FIELD_ID: meta[COLUMN_ID]} if COLUMN_ID in meta else {}
+            fields.append(
                 StructField(
                     (f.metadata or {}).get(PHYSICAL_NAME, f.name),
-                    _physical(f.dataType),
+                    _physical(f.dataType, for_files),
                     f.nullable,
-                    f.metadata,
+                    meta,
                 )
-                for f in t.fields
-            ]
-        )
+            )
+        return StructType(fields)
     if isinstance(t, ArrayType):
-        return ArrayType(_physical(t.elementType), t.containsNull)
+        return ArrayType(_physical(t.elementType, for_files), t.containsNull)
     if isinstance(t, MapType):
-        return MapType(_physical(t.keyType), _physical(t.valueType), t.valueContainsNull)
+        return MapType(
+            _physical(t.keyType, for_files), _physical(t.valueType, for_files), t.valueContainsNull
+        )
     return t
 
 

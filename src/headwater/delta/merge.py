@@ -10,7 +10,7 @@ Only files holding a matched row may be rewritten. delta-spark finds them first 
 extra join. We skip that join when the candidate files are few next to the source (the
 usual upsert of recent keys, where nearly every candidate file is touched): the write
 itself observes which files held matched rows and whether any target row matched twice
-(matched pairs + unmatched rows > the files' row count from the log). If some candidate
+(matched pairs + unmatched rows > the files' live row count from the log). If some candidate
 file turns out untouched, the written files are discarded and the touched files alone are
 rewritten, so the commit is the same either way.
 """
@@ -95,6 +95,9 @@ def merge(
 
 
 class _Merge:
+    """One MERGE's plan: its clauses as integer action codes, the merged rows' columns, and
+    the writes and commit that carry them out."""
+
     def __init__(
         self,
         spark: SparkSession,
@@ -121,6 +124,8 @@ class _Merge:
             self.out_schema = StructType(
                 list(self.schema.fields) + [StructField(f.name, f.dataType, True) for f in extra]
             )
+        if self.out_schema != self.schema:
+            snapshot.check_writable(schema_change=True)
         self.deletes = self._labels(("m", "b"), "delete")
         self.updates = self._labels(("m", "b"), "update")
         self.inserted = self._labels(("n",), "insert")

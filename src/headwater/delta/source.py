@@ -169,6 +169,8 @@ class DeltaBatchReader(DataSourceReader):
             return
         data = StructType([f for f in self.schema.fields if f.name != file_column])
         physical = partition.physical_schema
+        if physical is not None:
+            physical = StructType([f for f in physical.fields if f.name != file_column])
         for task in partition.tasks:
             for batch in read_files([task], data, physical):
                 path = pa.repeat(pa.scalar(task.path, pa.string()), batch.num_rows)

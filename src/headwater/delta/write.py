@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from headwater import storage
+from headwater.delta import mapping
 from headwater.delta import schema as schemas
 from headwater.delta.commit import CommitRequest, CommitResult, commit
 from headwater.delta.log import DeltaLog, Snapshot
@@ -68,8 +69,8 @@ def write_dataframe(
     except TableNotFoundError:
         snapshot = None  # a new table (a non-Delta directory was refused above)
     exists = snapshot is not None
-    if exists and not (mode == "overwrite" and opts.overwrite_schema):
-        snapshot.check_writable()
+    if exists:
+        snapshot.check_writable(schema_change=mode == "overwrite" and opts.overwrite_schema)
     if exists and mode == "error":
         raise TableAlreadyExistsError(
             f"A Delta table already exists at {dlog.root}; use mode('append') or mode('overwrite')."
@@ -103,6 +104,8 @@ def write_dataframe(
                 f"not {partition_by}. Omit partitionBy, or overwrite with overwriteSchema=true."
             )
         target = schemas.reconcile(snapshot.schema, data_schema, merge=opts.merge_schema).schema
+        if target != snapshot.schema:
+            snapshot.check_writable(schema_change=True)
         out = _conform(df, target)
 
     replace_removes = None
@@ -233,6 +236,8 @@ def write_files(
     Nothing is committed; the caller commits these add actions (and any removes) at once.
     """
     opts = opts or WriteOptions()
+    if mapping.is_mapped(schema):
+        out, schema, partition_by = _to_physical(out, schema, partition_by)
     staging = storage.join(root, STAGING_DIR, uuid.uuid4().hex)
     # Page checksums are optional in Parquet; readers of Delta tables neither need nor check
     # them, and computing them costs ~10% of the write.
@@ -269,6 +274,22 @@ def write_files(
     nrows = sum(int(a.stats.split('"numRecords":', 1)[1].split(",", 1)[0]) for a in adds)
     nbytes = sum(a.size for a in adds)
     return adds, nrows, nbytes
+
+
+def _to_physical(
+    out: DataFrame, logical: StructType, partition_by: list[str]
+) -> tuple[DataFrame, StructType, list[str]]:
+    """Rows, schema and partition columns under the physical names of a table with column
+    mapping: files, partition directories, stats and partition values all use them."""
+    physical = mapping.file_schema(logical)
+    names = {f.name: p.name for f, p in zip(logical.fields, physical.fields, strict=True)}
+    out = out.select(
+        *[
+            F.col(f"`{f.name}`").cast(p.dataType).alias(p.name, metadata=p.metadata)
+            for f, p in zip(logical.fields, physical.fields, strict=True)
+        ]
+    )
+    return out, physical, [names[c] for c in partition_by]
 
 
 def discard_files(root: str, adds) -> None:
