@@ -116,3 +116,21 @@ def test_delete_on_a_table_with_deletion_vectors_and_change_data_records_the_cha
     )
     deleted = changes.where("_change_type = 'delete'").select(column).collect()
     assert deleted and {r[0] for r in deleted} == {victim}
+
+
+def test_dml_on_a_table_with_writer_features_we_cannot_keep_is_refused_before_writing(
+    spark, tmp_path
+):
+    """cdc_ict_table needs in-commit timestamps on every commit; DML there is refused by
+    name, with nothing written."""
+    from headwater.errors import UnsupportedFeatureError
+
+    path = tmp_path / "ict"
+    shutil.copytree(CORPUS / "cdc_ict_table", path)
+    files_before = sorted(p.name for p in path.rglob("*.parquet"))
+    version = RsTable(str(path)).version()
+    column = spark.read.format("delta").load(str(path)).columns[0]
+    with pytest.raises(UnsupportedFeatureError, match="inCommitTimestamp"):
+        DeltaTable.forPath(spark, str(path)).delete(f"{column} IS NOT NULL")
+    assert RsTable(str(path)).version() == version
+    assert sorted(p.name for p in path.rglob("*.parquet")) == files_before

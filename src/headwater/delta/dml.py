@@ -58,6 +58,8 @@ def _target(
     """The table's rows (of ``files`` only, when given) with the path of the file holding
     each, to rewrite only those files."""
     snapshot.check_writable()
+    if change_data.enabled(snapshot.configuration) or snapshot.deletion_vectors:
+        raw_commit.check_writer_features(snapshot, removes=True)  # commits through raw_commit
     files = snapshot.files if files is None else files
     if not files:
         with_file = StructType([*snapshot.schema.fields, StructField(FILE_COL, StringType())])

@@ -57,7 +57,7 @@ def commit_actions(
             "operation with delta-spark, or disable delta.enableChangeDataFeed / purge the "
             "deletion vectors (REORG TABLE ... APPLY (PURGE)) in that engine."
         )
-    _check_writer_features(snapshot, bool(removes))
+    check_writer_features(snapshot, bool(removes))
     removed_vectors = removed_vectors or {}
     now = int(time.time() * 1000)
     version = snapshot.version + 1
@@ -120,14 +120,17 @@ def commit_actions(
 HONOURED_WRITER_FEATURES = {
     "appendOnly",
     "changeDataFeed",
+    "columnMapping",  # files are written under physical names (write.write_files)
     "deletionVectors",
     "domainMetadata",
+    "invariants",  # as on delta-rs's commit path
     "timestampNtz",
     "vacuumProtocolCheck",
 }
 
 
-def _check_writer_features(snapshot: Snapshot, removes: bool) -> None:
+def check_writer_features(snapshot: Snapshot, removes: bool) -> None:
+    """Refuse, before anything is written, a commit this module could not write correctly."""
     features = set(snapshot.table.protocol().writer_features or [])
     unknown = sorted(features - HONOURED_WRITER_FEATURES)
     if unknown:
