@@ -288,3 +288,24 @@ def test_changing_a_mapped_tables_schema_is_refused_by_name(spark, mapped_table,
         df.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
     assert spark.read.format("delta").load(path).count() == 3
     assert RsTable(path).version() == 0
+
+
+def test_optimize_compacts_a_mapped_table_without_losing_values(spark, mapped_table, tmp_path):
+    from headwater.delta.tables import DeltaTable
+
+    path = _copy(mapped_table, tmp_path)
+    before = sorted(
+        tuple(r)
+        for r in spark.read.format("delta")
+        .load(path)
+        .selectExpr("id", "person", "renamed")
+        .collect()
+    )
+    schema = spark.read.format("delta").load(path).schema
+    row = (21, ("Eve", 33), [("x",)], {"k": (1,)}, "e", 1.5, "us")
+    spark.createDataFrame([row], schema).write.format("delta").mode("append").save(path)
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    after = spark.read.format("delta").load(path)
+    got = sorted(tuple(r) for r in after.selectExpr("id", "person", "renamed").collect())
+    assert got == sorted([*before, (21, ("Eve", 33), "e")])  # no value read back as null
+    assert _delta_rs_ids(path) == [1, 2, 10, 21]

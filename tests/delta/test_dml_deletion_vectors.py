@@ -134,3 +134,30 @@ def test_dml_on_a_table_with_writer_features_we_cannot_keep_is_refused_before_wr
         DeltaTable.forPath(spark, str(path)).delete(f"{column} IS NOT NULL")
     assert RsTable(str(path)).version() == version
     assert sorted(p.name for p in path.rglob("*.parquet")) == files_before
+
+
+def test_vacuum_keeps_the_deletion_vector_files_live_files_need(spark, dv_table):
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        orphan = Path(dv_table) / "part-orphan-from-a-killed-write.parquet"
+        orphan.write_bytes(b"not a committed file")
+        deleted = {
+            Path(r.path).name for r in DeltaTable.forPath(spark, dv_table).vacuum(0).collect()
+        }
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert deleted == {orphan.name}  # delta-rs alone would also delete the vector's file
+    assert list(Path(dv_table).glob("deletion_vector_*.bin"))
+    assert _ours(spark, dv_table) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert _delta_rs(dv_table) == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_optimize_drops_the_rows_deletion_vectors_deleted(spark, dv_table):
+    spark.createDataFrame([(20,)], "value int").write.format("delta").mode("append").save(dv_table)
+    dt = DeltaTable.forPath(spark, dv_table)
+    metrics = dt.optimize().executeCompaction().first().metrics
+    assert metrics == {"numFilesAdded": 1, "numFilesRemoved": 2}
+    assert _ours(spark, dv_table) == [1, 2, 3, 4, 5, 6, 7, 8, 20]  # 0 and 9 stay deleted
+    assert _delta_rs(dv_table) == [1, 2, 3, 4, 5, 6, 7, 8, 20]
+    (with_vector,) = [r for r in _last_removes(dv_table) if r.get("deletionVector")]
+    assert with_vector["dataChange"] is False

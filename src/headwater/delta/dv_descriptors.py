@@ -29,7 +29,32 @@ def live_descriptors(dlog: DeltaLog, version: int) -> dict[str, dict]:
     """``{path: {"path": <path as the log wrote it>, "deletionVector": {...}}}`` for every
     live file with a deletion vector at ``version``; keys are decoded relative paths, as in
     :class:`headwater.delta.log.DataFile`."""
-    start, files = _checkpoint(dlog, version)
+    state, _ = _replay(dlog, version)
+    return {
+        key: {
+            "path": add["path"],
+            "deletionVector": {k: v for k, v in add["deletionVector"].items() if v is not None},
+        }
+        for key, add in state.items()
+    }
+
+
+def referenced_vector_files(dlog: DeltaLog, version: int) -> set[str]:
+    """Every deletion-vector file the log still names at ``version``: those of live files
+    and those of the removes (tombstones) it keeps, which earlier versions read. VACUUM must
+    not delete them."""
+    from headwater.delta import deletion_vectors
+
+    state, tombstones = _replay(dlog, version)
+    named = [a["deletionVector"] for a in state.values()]
+    named += [r["deletionVector"] for r in tombstones if r.get("deletionVector")]
+    files = {deletion_vectors.file_of(dlog.root, dv) for dv in named}
+    return {storage.normalize(f) for f in files if f is not None}
+
+
+def _replay(dlog: DeltaLog, version: int) -> tuple[dict[str, dict], list[dict]]:
+    """(live adds with a deletion vector by decoded path, the removes still in the log)."""
+    start, files, tombstones = _checkpoint(dlog, version)
     state = {unquote(a["path"]): a for a in files if a.get("deletionVector")}
     for v in range(start + 1, version + 1):
         for action in dlog.commit_actions(v):
@@ -41,18 +66,13 @@ def live_descriptors(dlog: DeltaLog, version: int) -> dict[str, dict]:
                     state.pop(unquote(add["path"]), None)
             elif "remove" in action:
                 state.pop(unquote(action["remove"]["path"]), None)
-    return {
-        key: {
-            "path": add["path"],
-            "deletionVector": {k: v for k, v in add["deletionVector"].items() if v is not None},
-        }
-        for key, add in state.items()
-    }
+                tombstones.append(action["remove"])
+    return state, tombstones
 
 
-def _checkpoint(dlog: DeltaLog, version: int) -> tuple[int, list[dict]]:
-    """(checkpoint version, its add actions) of the newest complete checkpoint at or
-    before ``version``; (-1, []) when there is none."""
+def _checkpoint(dlog: DeltaLog, version: int) -> tuple[int, list[dict], list[dict]]:
+    """(checkpoint version, its adds, its removes) of the newest complete checkpoint at or
+    before ``version``; (-1, [], []) when there is none."""
     found: dict[int, dict[str, list[str]]] = {}
     for info in storage.list_files(dlog.log_dir, recursive=False):
         m = _CHECKPOINT.match(info.base_name)
@@ -66,33 +86,39 @@ def _checkpoint(dlog: DeltaLog, version: int) -> tuple[int, list[dict]]:
             if key.startswith("multi-") and len(paths) != int(key.split("-", 1)[1]):
                 continue  # an incomplete multi-part checkpoint is ignored, as readers do
             adds: list[dict] = []
+            removes: list[dict] = []
             for path in sorted(paths):
-                adds += _checkpoint_adds(dlog, path)
-            return v, adds
-    return -1, []
+                more_adds, more_removes = _checkpoint_actions(dlog, path)
+                adds += more_adds
+                removes += more_removes
+            return v, adds, removes
+    return -1, [], []
 
 
-def _checkpoint_adds(dlog: DeltaLog, path: str) -> list[dict]:
+def _checkpoint_actions(dlog: DeltaLog, path: str) -> tuple[list[dict], list[dict]]:
     if path.endswith(".json"):  # a V2 checkpoint written as JSON
         text = storage.read_bytes(path).decode("utf-8")
         actions = [json.loads(line) for line in text.splitlines() if line.strip()]
         adds = [a["add"] for a in actions if "add" in a]
+        removes = [a["remove"] for a in actions if "remove" in a]
         sidecars = [a["sidecar"]["path"] for a in actions if "sidecar" in a]
     else:
         table = _read(path)
-        adds = _non_null(table, "add")
+        adds, removes = _non_null(table, "add"), _non_null(table, "remove")
         sidecars = [s["path"] for s in _non_null(table, "sidecar")]
     for sidecar in sidecars:
         full = sidecar if "://" in sidecar else storage.join(dlog.log_dir, "_sidecars", sidecar)
-        adds += _non_null(_read(full), "add")
-    return adds
+        table = _read(full)
+        adds += _non_null(table, "add")
+        removes += _non_null(table, "remove")
+    return adds, removes
 
 
 def _read(path: str) -> pa.Table:
     fs, p = storage.filesystem(path)
     try:
         schema = pq.read_schema(p, filesystem=fs)
-        columns = [c for c in ("add", "sidecar") if c in schema.names]
+        columns = [c for c in ("add", "remove", "sidecar") if c in schema.names]
         return pq.read_table(p, columns=columns, filesystem=fs)
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptLogError(f"Checkpoint file {path} cannot be read: {e}") from e

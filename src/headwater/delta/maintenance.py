@@ -97,9 +97,12 @@ def vacuum(
         )
     table = RsTable(path)
     # full=True: also files no commit ever referenced (left by killed writers), as delta-spark does.
-    deleted = table.vacuum(
-        retention_hours=int(hours), dry_run=dry_run, enforce_retention_duration=False, full=True
-    )
+    if "deletionVectors" in (table.protocol().reader_features or []):
+        deleted = _vacuum_keeping_vectors(table, path, int(hours), dry_run)
+    else:
+        deleted = table.vacuum(
+            retention_hours=int(hours), dry_run=dry_run, enforce_retention_duration=False, full=True
+        )
     cutoff = time.time() - hours * 3600
     for info in storage.list_files(storage.join(path, STAGING_DIR)):  # leftovers of killed writes
         if (info.mtime_ns or 0) / 1e9 < cutoff:
@@ -107,6 +110,28 @@ def vacuum(
                 storage.delete_file(info.path)
             deleted.append(info.path)
     return spark.createDataFrame([(p,) for p in deleted], "path string")
+
+
+def _vacuum_keeping_vectors(table: RsTable, path: str, hours: int, dry_run: bool) -> list[str]:
+    """delta-rs's full vacuum counts deletion-vector files as unreferenced and would delete
+    those live files still need (their deleted rows would come back, or reads would fail).
+    Its dry-run list is filtered here, and the rest deleted by us."""
+    from headwater.delta.dv_descriptors import referenced_vector_files
+
+    dlog = DeltaLog(path)
+    keep = referenced_vector_files(dlog, table.version())
+    listed = table.vacuum(
+        retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=True
+    )
+
+    def full(p: str) -> str:
+        return p if p.startswith("/") or "://" in p else storage.join(dlog.root, p)
+
+    doomed = [p for p in listed if storage.normalize(full(p)) not in keep]
+    if not dry_run:
+        for p in doomed:
+            storage.delete_file(full(p))
+    return doomed
 
 
 def restore(
@@ -134,7 +159,7 @@ class OptimizeBuilder:
 
     def executeCompaction(self) -> DataFrame:
         """Rewrite each partition's small files into one (dataChange=false)."""
-        from headwater.delta.dml import _partition_only, _removes
+        from headwater.delta.dml import FILE_COL, _commit, _partition_only, _removes, _target
 
         dlog = DeltaLog(self._path)
         snap = dlog.snapshot()
@@ -153,12 +178,10 @@ class OptimizeBuilder:
         files = [f for group in groups.values() if len(group) > 1 for f in group]
         metrics = {"numFilesAdded": 0, "numFilesRemoved": 0}
         if files:
+            # Read through the DML reader: it drops rows deleted by deletion vectors and
+            # renames column-mapped physical columns, which a plain Parquet read would not.
             parts = snap.partition_columns
-            df = (
-                self._spark.read.schema(snap.schema)
-                .option("basePath", snap.root)
-                .parquet(*[f.absolute(snap.root) for f in files])
-            )
+            df = _target(self._spark, snap, files).drop(FILE_COL)
             df = df.repartition(*parts) if parts else df.coalesce(1)
             adds, _, _ = write_files(
                 df.select(*[f"`{c.name}`" for c in snap.schema]),
@@ -172,14 +195,7 @@ class OptimizeBuilder:
                 for r in _removes(snap, {f.absolute(snap.root) for f in files})
             ]
             metrics = {"numFilesAdded": len(adds), "numFilesRemoved": len(removes)}
-            commit(
-                dlog,
-                CommitRequest(
-                    adds, snap.schema, parts, mode="replace", select_removes=lambda _s: removes,
-                    read_version=snap.version,
-                    metadata={"headwaterOperation": "OPTIMIZE", "operationMetrics": {k: str(v) for k, v in metrics.items()}},
-                ),
-            )  # fmt: skip
+            _commit(dlog, snap, adds, removes, snap.schema, "OPTIMIZE", {}, metrics)
         return self._spark.createDataFrame(
             [(self._path, metrics)], "path string, metrics map<string,long>"
         )
