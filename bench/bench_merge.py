@@ -73,7 +73,11 @@ from _common import (
     write_report,
 )
 
-LAYOUTS = ("partitioned", "unpartitioned")
+# "-dv": our table has deletion vectors enabled (delta.enableDeletionVectors = true), so our
+# DML marks changed rows in vectors instead of rewriting files; delta-rs, which cannot write
+# such tables, runs on the plain table with the same rows.
+LAYOUTS = ("partitioned", "unpartitioned", "partitioned-dv", "unpartitioned-dv")
+DEFAULT_LAYOUTS = ("partitioned", "unpartitioned", "partitioned-dv")
 COLUMNS = ("id", "cust", "qty", "price", "amount", "status", "note", "d")
 STATUSES = ("placed", "paid", "shipped", "delivered")
 START = dt.date(2026, 1, 1)
@@ -106,8 +110,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--layouts",
-        default=",".join(LAYOUTS),
-        help="comma-separated: partitioned, unpartitioned (default both)",
+        default=",".join(DEFAULT_LAYOUTS),
+        help=f"comma-separated subset of {', '.join(LAYOUTS)} (default {', '.join(DEFAULT_LAYOUTS)})",
     )
     p.add_argument(
         "--ops",
@@ -267,9 +271,12 @@ def file_set(path: str) -> set[str]:
 
 
 def delta_rs_rows(path: str) -> int:
+    """Rows as delta-rs's query engine counts them (deletion vectors applied)."""
     import deltalake
+    import pyarrow as pa
 
-    return deltalake.DeltaTable(path).to_pyarrow_dataset().count_rows()
+    query = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path))
+    return pa.table(query.execute("SELECT count(*) AS n FROM t").read_all()).column(0)[0].as_py()
 
 
 # -- CPU time ---------------------------------------------------------------------------------
@@ -428,10 +435,11 @@ class Bench:
 
 
 class Copies:
-    """Fresh copies of the base table, one per side and run."""
+    """Fresh copies of the base tables, one per side and run (``bases``: side -> base;
+    sides not named copy ``native``'s)."""
 
-    def __init__(self, base: str, run_dir: Path, tag: str) -> None:
-        self.base, self.run_dir, self.tag = base, run_dir, tag
+    def __init__(self, bases: dict[str, str], run_dir: Path, tag: str) -> None:
+        self.bases, self.run_dir, self.tag = bases, run_dir, tag
         self.paths: dict[str, str] = {}
 
     def fresh(self, i: int, sides: tuple[str, ...] = ("ours", "native")) -> None:
@@ -439,7 +447,7 @@ class Copies:
             if side in self.paths:
                 shutil.rmtree(self.paths[side], ignore_errors=True)
             self.paths[side] = str(self.run_dir / f"{self.tag}-{side}-{i}")
-            shutil.copytree(self.base, self.paths[side])
+            shutil.copytree(self.bases.get(side, self.bases["native"]), self.paths[side])
 
     def remove(self) -> None:
         for path in self.paths.values():
@@ -447,13 +455,19 @@ class Copies:
 
 
 def measure(
-    b: Bench, key: str, layout: str, base: str, ref, base_files: set[str], n_ins: int
+    b: Bench,
+    key: str,
+    layout: str,
+    bases: dict[str, str],
+    ref,
+    base_files: dict[str, set[str]],
+    n_ins: int,
 ) -> dict:
-    """One operation, ours vs delta-rs on fresh copies of ``base``, checked; its result."""
+    """One operation, ours vs delta-rs on fresh copies of their bases, checked; its result."""
     args, rows = b.args, b.args.rows
     predicate, sets = b.dml_ops.get(key, (None, None))
     name = f"{OPERATIONS[key]}, {layout}"
-    copies = Copies(base, b.run_dir, f"{key}-{layout}")
+    copies = Copies(bases, b.run_dir, f"{key}-{layout}")
     profiles: list[list[tuple[str, float]]] = []
     cpu: dict[str, list[float]] = {"ours": [], "native": []}
 
@@ -491,7 +505,8 @@ def measure(
         for side in ("ours", "native"):
             b.verify(f"{name} ({side})", copies.paths[side], expected)
             after = file_set(copies.paths[side])
-            files[side] = {"removed": len(base_files - after), "added": len(after - base_files)}
+            before = base_files[side]
+            files[side] = {"removed": len(before - after), "added": len(after - before)}
 
         extra: dict[str, object] = {}
         if key == "merge":
@@ -560,6 +575,17 @@ def warm_up(spark, run_dir: Path, cpu: CpuClock) -> None:
     shutil.rmtree(base, ignore_errors=True)
 
 
+def create_with_vectors(spark, path: str, partitioned: bool) -> None:
+    """An empty target table with deletion vectors enabled, as users create one."""
+    from headwater.delta.tables import DeltaTable
+
+    schema = generate_target(spark, 100, 1).schema
+    builder = DeltaTable.create(spark).location(path).addColumns(schema)
+    if partitioned:
+        builder = builder.partitionedBy("d")
+    builder.property("delta.enableDeletionVectors", "true").execute()
+
+
 def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     rows, partitions = args.rows, args.partitions
     cpu = CpuClock(spark)
@@ -572,21 +598,28 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     results: dict[str, dict] = {}
     layouts: dict[str, dict] = {}
     for layout in args.layouts:
+        parted = layout.startswith("partitioned")
         base = str(run_dir / f"base-{layout}")
         writer = generate_target(spark, rows, partitions).write.format("delta")
-        if layout == "partitioned":
+        if parted:
             writer = writer.partitionBy("d")
         gen_s, _ = timed(lambda writer=writer, base=base: writer.save(base))
-        base_files = file_set(base)
+        bases = {"native": base, "ours": base}
+        if layout.endswith("-dv"):
+            bases["ours"] = str(run_dir / f"base-{layout}-ours")
+            create_with_vectors(spark, bases["ours"], parted)
+            writer.mode("append").save(bases["ours"])
+        base_files = {side: file_set(path) for side, path in bases.items()}
         # The reference: the base table's files read as plain Parquet (no Delta log involved).
         ref = spark.read.parquet(base).select(*COLUMNS)
         base_sum = checksum(ref)
         check(f"base ({layout})", base_sum[0] == rows, (base_sum, rows))
         check(f"base via delta-rs ({layout})", delta_rs_rows(base) == rows, "row count")
-        layouts[layout] = {"files": len(base_files), "generate_s": gen_s}
+        layouts[layout] = {"files": len(base_files["native"]), "generate_s": gen_s}
         for key in (k for k in OPERATIONS if k in args.ops):
-            results[f"{key}_{layout}"] = measure(b, key, layout, base, ref, base_files, n_ins)
-        shutil.rmtree(base, ignore_errors=True)
+            results[f"{key}_{layout}"] = measure(b, key, layout, bases, ref, base_files, n_ins)
+        for path in set(bases.values()):
+            shutil.rmtree(path, ignore_errors=True)
 
     return {
         "rows": rows,

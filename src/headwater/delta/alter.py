@@ -37,8 +37,18 @@ def add_columns(path: str, fields: list[StructField]) -> None:
 
 def set_properties(path: str, properties: dict[str, str]) -> None:
     """Set table properties (``delta.*`` settings and free-form keys) in the table metadata."""
-    snapshot = DeltaLog(path).snapshot()
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
     snapshot.check_writable()
+    vectors = str(properties.get("delta.enableDeletionVectors", "")).lower() == "true"
+    if vectors and "deletionVectors" not in (snapshot.table.protocol().writer_features or []):
+        from headwater.delta import raw_commit, table_features
+
+        raw_commit.check_writer_features(snapshot, removes=False)
+        table_features.enable_deletion_vectors(
+            dlog, snapshot, {k: str(v) for k, v in properties.items()}
+        )
+        return
     snapshot.table.alter.set_table_properties(dict(properties), raise_if_not_exists=False)
 
 

@@ -116,6 +116,19 @@ def commit(log_: DeltaLog, req: CommitRequest) -> CommitResult:
 def _create(log_: DeltaLog, req: CommitRequest) -> CommitResult:
     schema = schemas.as_nullable(req.schema)
     schemas.check_writable(schema, req.partition_by)
+    configuration = req.configuration or {}
+    if configuration.get("delta.enableDeletionVectors", "false").lower() == "true":
+        from headwater.delta import table_features
+
+        table_features.create_with_features(
+            log_,
+            schema,
+            req.partition_by,
+            configuration,
+            req.adds,
+            _properties(req).custom_metadata,
+        )
+        return CommitResult(version=0, created=True, schema_changed=True)
     create_table_with_add_actions(
         log_.root,
         schemas.to_delta(schema),
@@ -184,7 +197,25 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     if req.mode == "overwrite":
         mode = "overwrite"
     elif req.mode == "replace" and req.select_removes is not None:
-        actions += req.select_removes(Snapshot(log_.root, table.version(), table))
+        current_snap = Snapshot(log_.root, table.version(), table)
+        removes = req.select_removes(current_snap)
+        vectors = _removed_vectors(log_, current_snap, removes)
+        if vectors:  # delta-rs's RemoveAction cannot name a file's deletion vector
+            from headwater.delta import raw_commit
+
+            version = raw_commit.commit_actions(
+                log_,
+                current_snap,
+                adds=req.adds,
+                removes=removes,
+                cdc=[],
+                operation=str(req.metadata.get("headwaterOperation", "WRITE")),
+                info=dict(req.metadata),
+                txn=req.txn,
+                removed_vectors=vectors,
+            )
+            return CommitResult(version=version, schema_changed=schema_changed)
+        actions += removes
     if req.check_intervening is not None:
         read = -1 if req.read_version is None else req.read_version
         if table.version() > read:
@@ -196,6 +227,17 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     return CommitResult(
         version=_committed_version(log_, props, table), schema_changed=schema_changed
     )
+
+
+def _removed_vectors(log_: DeltaLog, snap: Snapshot, removes: list[RemoveAction]) -> dict:
+    """The log's path and deletion vector of each removed file that has one ({} on tables
+    without the deletionVectors feature)."""
+    if not removes or "deletionVectors" not in (snap.table.protocol().reader_features or []):
+        return {}
+    from headwater.delta.dv_descriptors import live_descriptors
+
+    descriptors = live_descriptors(log_, snap.version)
+    return {r.path: descriptors[r.path] for r in removes if r.path in descriptors}
 
 
 def _committed_version(

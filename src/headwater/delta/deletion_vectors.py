@@ -102,12 +102,17 @@ def write(root: str, vectors: Mapping[str, np.ndarray]) -> dict[str, dict]:
     return descriptors
 
 
-def read(root: str, descriptor: Mapping) -> np.ndarray:
-    """Deleted row positions of one descriptor (file-based or inline)."""
+def read(root: str, descriptor: Mapping, cache: dict[str, bytes] | None = None) -> np.ndarray:
+    """Deleted row positions of one descriptor (file-based or inline); ``cache`` keeps the
+    vector files read so far."""
     if descriptor["storageType"] == "i":
         data = z85_decode(descriptor["pathOrInlineDv"])[: descriptor["sizeInBytes"]]
         return deserialize(data)
-    raw = storage.read_bytes(file_of(root, descriptor))
+    where = file_of(root, descriptor)
+    cache = {} if cache is None else cache
+    if where not in cache:
+        cache[where] = storage.read_bytes(where)
+    raw = cache[where]
     offset, size = int(descriptor.get("offset") or 1), int(descriptor["sizeInBytes"])
     data = raw[offset + 4 : offset + 4 + size]  # after the 4-byte size prefix
     (crc,) = struct.unpack_from(">I", raw, offset + 4 + size)

@@ -5,6 +5,8 @@ the operation touches (a filter or join over the target read with its file path)
 only those files with executors (Spark's native Parquet writer), and commit the removes of
 the old files and the adds of the new ones together. A crash before the commit leaves the
 table at its previous version; a concurrent commit in between fails the operation cleanly.
+Tables with deletion vectors enabled take the plan of :mod:`vector_commit` instead: the
+touched rows are marked deleted and no file is rewritten.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ from deltalake.transaction import RemoveAction
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from headwater.delta import change_data, dv_descriptors, pruning, raw_commit
 from headwater.delta.commit import CommitRequest, commit
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.read import native_eligible, python_read, read_snapshot
-from headwater.delta.write import _strip_file_scheme, write_files
+from headwater.delta.write import _strip_file_scheme, discard_files, write_files
 from headwater.errors import CorruptLogError, DeltaError
 
 FILE_COL = "__hw_file"
+ROW_INDEX_COL = "__hw_row_index"
 ACTION_COL = "__hw_action"
 
 ExprLike = str | Column
@@ -53,21 +56,31 @@ class Result:
 
 
 def _target(
-    spark: SparkSession, snapshot: Snapshot, files: list[DataFile] | None = None
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: list[DataFile] | None = None,
+    row_index: bool = False,
 ) -> DataFrame:
     """The table's rows (of ``files`` only, when given) with the path of the file holding
-    each, to rewrite only those files."""
+    each, to rewrite only those files (``row_index``: and each row's position in its file,
+    which deletion vectors name; native reads only)."""
     snapshot.check_writable()
-    if change_data.enabled(snapshot.configuration) or snapshot.deletion_vectors:
+    vectors = "deletionVectors" in (snapshot.table.protocol().reader_features or [])
+    if change_data.enabled(snapshot.configuration) or vectors:
         raw_commit.check_writer_features(snapshot, removes=True)  # commits through raw_commit
     files = snapshot.files if files is None else files
     if not files:
-        with_file = StructType([*snapshot.schema.fields, StructField(FILE_COL, StringType())])
-        return spark.createDataFrame([], with_file)
-    if native_eligible(snapshot):
-        return read_snapshot(spark, snapshot, files).withColumn(
+        extra = [StructField(FILE_COL, StringType())]
+        if row_index:
+            extra.append(StructField(ROW_INDEX_COL, LongType()))
+        return spark.createDataFrame([], StructType([*snapshot.schema.fields, *extra]))
+    if native_eligible(snapshot, with_vectors=True):
+        rows = read_snapshot(spark, snapshot, files).withColumn(
             FILE_COL, F.col("_metadata.file_path")
         )
+        return rows.withColumn(ROW_INDEX_COL, F.col("_metadata.row_index")) if row_index else rows
+    if row_index:
+        raise ValueError("row positions are read only on the native path")
     rows = python_read(spark, snapshot, file_column=FILE_COL)
     if len(files) < len(snapshot.files):
         rows = rows.where(F.col(FILE_COL).isin([f.absolute(snapshot.root) for f in files]))
@@ -262,6 +275,8 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
         )
         return Result(version, metrics)
     files = pruning.keep_files(snapshot, pruning.predicate_filters(condition, snapshot.schema))
+    if vector_commit().applies(snapshot):
+        return _delete_with_vectors(spark, dlog, snapshot, files, condition)
     target = _target(spark, snapshot, files)
     touched = _touched(target.where(F.coalesce(cond, F.lit(False))))
     if not touched:
@@ -298,6 +313,34 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
     return Result(version, metrics)
 
 
+def vector_commit():
+    from headwater.delta import vector_commit as module  # imports this module
+
+    return module
+
+
+def _delete_with_vectors(
+    spark: SparkSession,
+    dlog: DeltaLog,
+    snapshot: Snapshot,
+    files: list[DataFile],
+    condition: ExprLike,
+) -> Result:
+    """DELETE on a table with deletion vectors enabled: the matching rows' positions go into
+    their files' vectors; nothing is rewritten."""
+    target = _target(spark, snapshot, files, row_index=True)
+    deleted = vector_commit().positions(
+        target.where(F.coalesce(as_column(condition), F.lit(False)))
+    )
+    metrics = {"numDeletedRows": deleted.num_rows, "numAddedFiles": 0, "numCopiedRows": 0}
+    if deleted.num_rows == 0:
+        return Result(None, {**metrics, "numRemovedFiles": 0})
+    version, metrics = vector_commit().commit(
+        dlog, snapshot, deleted, [], "DELETE", {"predicate": str(condition)}, metrics
+    )
+    return Result(version, metrics)
+
+
 def update(
     spark: SparkSession, path: str, condition: ExprLike | None, assignments: Mapping[str, ExprLike]
 ) -> Result:
@@ -307,6 +350,9 @@ def update(
     _check_columns(schema, assignments, path)
     cond = F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))
     files = pruning.keep_files(snapshot, pruning.predicate_filters(condition, schema))
+    by_name = {_column_name(k).lower(): as_column(v) for k, v in assignments.items()}
+    if vector_commit().applies(snapshot):
+        return _update_with_vectors(spark, dlog, snapshot, files, condition, cond, by_name)
     target = _target(spark, snapshot, files)
     per_file = target.where(cond).groupBy(FILE_COL).count().collect()
     touched = {r[0] for r in per_file}
@@ -314,7 +360,6 @@ def update(
     if not touched:
         return Result(None, {"numUpdatedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
     rows = target.where(F.col(FILE_COL).isin(list(touched))).withColumn(ACTION_COL, cond)
-    by_name = {_column_name(k).lower(): as_column(v) for k, v in assignments.items()}
     out = rows.select(
         *[
             F.when(F.col(ACTION_COL), by_name[f.name.lower()].cast(f.dataType))
@@ -349,6 +394,49 @@ def update(
     version = _commit(
         dlog, snapshot, adds, removes, schema, "UPDATE", params, metrics, changes=changes
     )
+    return Result(version, metrics)
+
+
+def _update_with_vectors(
+    spark: SparkSession,
+    dlog: DeltaLog,
+    snapshot: Snapshot,
+    files: list[DataFile],
+    condition: ExprLike | None,
+    cond: Column,
+    by_name: dict[str, Column],
+) -> Result:
+    """UPDATE on a table with deletion vectors enabled: the matching rows' positions go into
+    their files' vectors and only the updated rows are written."""
+    schema = snapshot.schema
+    matched = _target(spark, snapshot, files, row_index=True).where(cond)
+    deleted = vector_commit().positions(matched)
+    metrics = {"numUpdatedRows": deleted.num_rows, "numCopiedRows": 0}
+    if deleted.num_rows == 0:
+        return Result(None, {**metrics, "numRemovedFiles": 0, "numAddedFiles": 0})
+    out = matched.select(
+        *[
+            by_name[f.name.lower()].cast(f.dataType).alias(f.name)
+            if f.name.lower() in by_name
+            else F.col(f"`{f.name}`")
+            for f in schema
+        ]
+    )
+    adds, written, _ = write_files(out, snapshot.root, snapshot.partition_columns, schema)
+    if written != deleted.num_rows:  # a non-deterministic condition picked other rows
+        discard_files(snapshot.root, adds)
+        raise DeltaError(
+            f"UPDATE of {snapshot.root} matched {deleted.num_rows} rows, then wrote "
+            f"{written}: the condition {condition} is not deterministic. Nothing was committed."
+        )
+    metrics["numAddedFiles"] = len(adds)
+    try:
+        version, metrics = vector_commit().commit(
+            dlog, snapshot, deleted, adds, "UPDATE", {"predicate": str(condition)}, metrics
+        )
+    except BaseException:
+        discard_files(snapshot.root, adds)
+        raise
     return Result(version, metrics)
 
 

@@ -13,6 +13,7 @@ import json
 import re
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -36,37 +37,62 @@ def live_descriptors(dlog: DeltaLog, version: int) -> dict[str, dict]:
             "deletionVector": {k: v for k, v in add["deletionVector"].items() if v is not None},
         }
         for key, add in state.items()
+        if add.get("deletionVector")
     }
 
 
-def referenced_vector_files(dlog: DeltaLog, version: int) -> set[str]:
-    """Every deletion-vector file the log still names at ``version``: those of live files
-    and those of the removes (tombstones) it keeps, which earlier versions read. VACUUM must
-    not delete them."""
+def deleted_positions(dlog: DeltaLog, version: int, paths: set[str]) -> dict[str, np.ndarray]:
+    """The row positions (uint64) the deletion vector of each file in ``paths`` deletes
+    (files without a vector are left out)."""
+    from headwater.delta import deletion_vectors
+
+    cache: dict[str, bytes] = {}  # one read of a vector file many data files share
+    return {
+        path: deletion_vectors.read(dlog.root, d["deletionVector"], cache)
+        for path, d in live_descriptors(dlog, version).items()
+        if path in paths
+    }
+
+
+def live_adds(dlog: DeltaLog, version: int, paths: set[str]) -> dict[str, dict]:
+    """The log's add action (as written: stats JSON, tags, vector) of each live file in
+    ``paths`` (decoded relative paths), for commits that re-add a file with a new vector."""
+    state, _ = _replay(dlog, version)
+    return {key: add for key, add in state.items() if key in paths}
+
+
+def referenced_vector_files(dlog: DeltaLog, version: int, since_ms: int) -> set[str]:
+    """The deletion-vector files versions from ``since_ms`` (epoch ms) on read, which VACUUM
+    must not delete: those of live files at ``version`` and those of files removed at or
+    after ``since_ms`` (a remove without a timestamp counts as recent)."""
     from headwater.delta import deletion_vectors
 
     state, tombstones = _replay(dlog, version)
-    named = [a["deletionVector"] for a in state.values()]
-    named += [r["deletionVector"] for r in tombstones if r.get("deletionVector")]
+    named = [a["deletionVector"] for a in state.values() if a.get("deletionVector")]
+    named += [
+        r["deletionVector"]
+        for r in tombstones
+        if r.get("deletionVector") and (r.get("deletionTimestamp") or since_ms) >= since_ms
+    ]
     files = {deletion_vectors.file_of(dlog.root, dv) for dv in named}
     return {storage.normalize(f) for f in files if f is not None}
 
 
 def _replay(dlog: DeltaLog, version: int) -> tuple[dict[str, dict], list[dict]]:
-    """(live adds with a deletion vector by decoded path, the removes still in the log)."""
+    """(live adds by decoded path, the removes still in the log)."""
     start, files, tombstones = _checkpoint(dlog, version)
-    state = {unquote(a["path"]): a for a in files if a.get("deletionVector")}
+    state = {unquote(a["path"]): a for a in files}
     for v in range(start + 1, version + 1):
-        for action in dlog.commit_actions(v):
-            if "add" in action:
-                add = action["add"]
-                if add.get("deletionVector"):
-                    state[unquote(add["path"])] = add
-                else:
-                    state.pop(unquote(add["path"]), None)
-            elif "remove" in action:
+        actions = dlog.commit_actions(v)
+        # A commit that replaces a file's vector removes and re-adds the same path: removes
+        # first, whatever order the writer used, so the re-added file stays live.
+        for action in actions:
+            if "remove" in action:
                 state.pop(unquote(action["remove"]["path"]), None)
                 tombstones.append(action["remove"])
+        for action in actions:
+            if "add" in action:
+                state[unquote(action["add"]["path"])] = action["add"]
     return state, tombstones
 
 

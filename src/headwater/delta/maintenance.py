@@ -119,7 +119,7 @@ def _vacuum_keeping_vectors(table: RsTable, path: str, hours: int, dry_run: bool
     from headwater.delta.dv_descriptors import referenced_vector_files
 
     dlog = DeltaLog(path)
-    keep = referenced_vector_files(dlog, table.version())
+    keep = referenced_vector_files(dlog, table.version(), int((time.time() - hours * 3600) * 1000))
     listed = table.vacuum(
         retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=True
     )

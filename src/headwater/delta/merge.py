@@ -13,6 +13,10 @@ itself observes which files held matched rows and whether any target row matched
 (matched pairs + unmatched rows > the files' live row count from the log). If some candidate
 file turns out untouched, the written files are discarded and the touched files alone are
 rewritten, so the commit is the same either way.
+
+On a table with deletion vectors enabled (:mod:`vector_commit`), no file is rewritten: the
+matched rows' positions are collected first, then only updated and inserted rows are
+written, and the touched files are re-added with deletion vectors.
 """
 
 from __future__ import annotations
@@ -20,14 +24,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from headwater.delta import change_data, pruning
+from headwater.delta import change_data, pruning, vector_commit
 from headwater.delta.dml import (
     ACTION_COL,
     FILE_COL,
+    ROW_INDEX_COL,
     Clause,
     ExprLike,
     Result,
@@ -50,6 +57,10 @@ SRC_COL = "__hw_src"
 # vain then costs about what the join would have.
 OPTIMISTIC_ROWS_PER_SOURCE_ROW = 2
 OPTIMISTIC_MIN_ROWS = 1_000_000
+
+# With deletion vectors: a source of at most this many rows is broadcast to the target's
+# scan, and at most this many matched rows are broadcast to the write.
+BROADCAST_ROWS = 2_000_000
 
 MULTIPLE_MATCH = (
     "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform MERGE: several "
@@ -90,6 +101,8 @@ def merge(
     if done:
         return Result(None, {})
     plan = _Merge(spark, snapshot, source, condition, clauses, target_alias or "target", evolve)
+    if plan.matched and not plan.by_source and vector_commit.applies(snapshot):
+        return plan.run_with_vectors(dlog, txn)
     written, touched, n_source = plan.run()
     return plan.commit(dlog, written, touched, n_source, txn)
 
@@ -132,6 +145,7 @@ class _Merge:
         self.codes = {label: code for code, label in enumerate(["skip", *self._all()])}
         self._tests: dict[str, Column] = {}
         self.src_columns = {c.lower(): self.src[c] for c in source.columns}
+        self.target_marker = FILE_COL  # non-null exactly on joined rows with a target row
 
     # -- planning ----------------------------------------------------------------------------
 
@@ -143,10 +157,7 @@ class _Merge:
             return self._write(self._joined(None, None)), touched, None
         # Without NOT MATCHED BY SOURCE clauses only target rows that can match a source row
         # matter: files whose key range misses the source's are neither read nor rewritten.
-        files, n_source = None, None
-        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
-        if keys:
-            files, n_source = pruning.merge_candidates(snapshot, self.source, keys)
+        files, n_source = self._candidates()
         if not self.matched:  # inserts only: nothing is rewritten
             rows = self.src.join(self._target(files), self.on, "left_anti")
             joined = rows.withColumn(FILE_COL, F.lit(None).cast("string"))
@@ -166,6 +177,108 @@ class _Merge:
         else:
             touched = self._touched_files(files)
         return self._write(self._joined(files, touched)), touched, n_source
+
+    def _candidates(self) -> tuple[list[DataFile] | None, int | None]:
+        """(the files whose key range overlaps the source's, or None: all; source rows)."""
+        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
+        if keys:
+            return pruning.merge_candidates(self.snapshot, self.source, keys)
+        return None, None
+
+    def run_with_vectors(self, dlog: DeltaLog, txn: tuple[str, int] | None) -> Result:
+        """MERGE on a table with deletion vectors enabled: matched rows that are updated or
+        deleted are marked in their files' vectors; only updated and inserted rows are
+        written, and no file is rewritten.
+
+        Two Spark jobs. The first joins the target's candidate rows (only the columns the
+        clauses read) with the source and brings the matched rows to the driver as Arrow:
+        their positions, clause and those columns; a target row matched twice fails here,
+        before anything is written. The second joins the source with those matched rows
+        (broadcast, when they are few) instead of the target, and writes the new rows.
+        """
+        files, n_source = self._candidates()
+        target = _target(self.spark, self.snapshot, files, row_index=True).alias(self.alias)
+        needed = self._target_columns_read()
+        self.target_marker = ROW_INDEX_COL
+        source = self.src
+        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
+        in_range = pruning.source_key_filter(self.snapshot, files, keys) if files else None
+        if in_range is not None:  # only these source rows can match the candidate files
+            source = source.where(in_range)
+        if n_source is not None and n_source <= BROADCAST_ROWS:
+            source = F.broadcast(source)  # the target's rows then stay where they are read
+        matched = target.join(source, self.on, "inner").withColumn(ACTION_COL, self._action())
+        pairs = matched.select(
+            FILE_COL,
+            ROW_INDEX_COL,
+            ACTION_COL,
+            *[F.col(f"{self.alias}.`{c}`").alias(c) for c in needed],
+        ).toArrow()
+        if vector_commit.has_duplicates(pairs.select([FILE_COL, ROW_INDEX_COL])):
+            raise DeltaError(MULTIPLE_MATCH)
+        changed = [self.codes[lab] for lab in [*self.updates, *self.deletes]]
+        deleted = pairs.filter(
+            pc.is_in(pairs[ACTION_COL], pa.array(changed, pairs[ACTION_COL].type))
+        )
+        if pairs.num_rows <= BROADCAST_ROWS:
+            rows = self.spark.createDataFrame(pairs.select([ROW_INDEX_COL, *needed]))
+            joined = F.broadcast(rows.alias(self.alias)).join(self.src, self.on, "right_outer")
+        else:
+            joined = target.join(self.src, self.on, "right_outer")
+        written = self._write(joined, kept=False)
+        counts = written.counts
+        acted = sum(counts.get(label, 0) for label in [*self.updates, *self.deletes])
+        if acted != deleted.num_rows:  # the two jobs saw different rows
+            discard_files(self.snapshot.root, written.adds)
+            raise DeltaError(
+                f"MERGE into {self.snapshot.root} matched {deleted.num_rows} rows to change, "
+                f"then changed {acted}: the source or a condition is not deterministic. "
+                "Nothing was committed; materialize the source (for example write it out or "
+                "checkpoint it) and run the MERGE again."
+            )
+        metrics = self._metrics(counts, written, n_source, removed=0)
+        metrics["numTargetRowsCopied"] = 0
+        params = {"predicate": str(self.condition), "clauses": len(self.clauses)}
+        evolve = self.out_schema != self.schema
+        try:
+            version, metrics = vector_commit.commit(
+                dlog,
+                self.snapshot,
+                deleted.select([FILE_COL, ROW_INDEX_COL]),
+                written.adds,
+                "MERGE",
+                params,
+                metrics,
+                txn=txn,
+                schema=self.out_schema if evolve else None,
+                removed_metric="numTargetFilesRemoved",
+            )
+        except BaseException:
+            discard_files(self.snapshot.root, written.adds)
+            raise
+        return Result(version, metrics)
+
+    def _target_columns_read(self) -> list[str]:
+        """Target columns the condition and matched clauses read, or keep as they are (an
+        update that assigns only some columns); all of them when that cannot be told."""
+        by_lower = {f.name.lower(): f.name for f in self.schema}
+        needed: set[str] = set()
+        exprs = [self.condition, *[c.condition for c in self.matched if c.condition is not None]]
+        for c in self.matched:
+            if c.action != "update":
+                continue
+            if c.assignments is None:  # updateAll: columns the source lacks keep their value
+                needed |= {n for n in by_lower if n not in self.src_columns}
+            else:
+                assigned = {k.split(".")[-1].strip("`").lower() for k in c.assignments}
+                needed |= {n for n in by_lower if n not in assigned}
+                exprs += list(c.assignments.values())
+        for e in exprs:
+            refs = pruning.referenced_columns(e)
+            if refs is None:
+                return [f.name for f in self.schema]
+            needed |= refs & by_lower.keys()
+        return [f.name for f in self.schema if f.name.lower() in needed]
 
     def _target(self, files: list[DataFile] | None) -> DataFrame:
         return _target(self.spark, self.snapshot, files).alias(self.alias)
@@ -195,22 +308,26 @@ class _Merge:
 
     # -- the merged rows ---------------------------------------------------------------------
 
-    def _write(self, joined: DataFrame, with_target: bool = True) -> _Written:
+    def _write(self, joined: DataFrame, with_target: bool = True, kept: bool = True) -> _Written:
         """Write the merged rows of ``joined`` (the target's rows joined with the source's, or
-        only the source's when ``with_target`` is False)."""
+        only the source's when ``with_target`` is False; ``kept``: also the target rows no
+        clause changes, which a rewritten file must keep)."""
         labelled = joined.withColumn(ACTION_COL, self._action())
         self.labelled, self.with_target = labelled, with_target  # for the change data feed
-        t_here, s_here = F.col(FILE_COL).isNotNull(), F.col(SRC_COL).isNotNull()
+        t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
         observation = Observation(f"hw_merge_{uuid.uuid4().hex}")
         observed = labelled.observe(
             observation,
             *[F.count_if(self._is(lab)).alias(lab) for lab in self._all()],
             F.count_if(t_here & s_here).alias("__pairs"),
             F.count_if(t_here & ~s_here).alias("__unmatched"),
-            F.collect_set(F.when(t_here & s_here, F.col(FILE_COL))).alias("__files"),
+            F.collect_set(F.when(t_here & s_here, F.col(FILE_COL))).alias("__files")
+            if kept
+            else F.array().alias("__files"),
         )
-        result = observed.select(*self._columns(with_target), F.col(ACTION_COL)).where(
-            ~self._is_any(["skip", *self.deletes])
+        dropped = ["skip", *self.deletes] + ([] if kept else ["keep"])
+        result = observed.select(*self._columns(with_target, kept), F.col(ACTION_COL)).where(
+            ~self._is_any(dropped)
         )
         adds, rows, _ = write_files(
             result.drop(ACTION_COL),
@@ -239,7 +356,7 @@ class _Merge:
     def _action(self) -> Column:
         """The code of the clause acting on a joined row (labels m<i>/b<i>/n<i>, keep, skip;
         codes are small integers: cheaper to compare on every row than strings)."""
-        t_here, s_here = F.col(FILE_COL).isNotNull(), F.col(SRC_COL).isNotNull()
+        t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
         tests = [
             (t_here & s_here & _holds(c.condition), f"m{i}") for i, c in enumerate(self.matched)
         ]
@@ -254,7 +371,9 @@ class _Merge:
             action = action.when(test, F.lit(self.codes[label]))
         return action.otherwise(F.lit(self.codes["skip"]))
 
-    def _columns(self, with_target: bool) -> list[Column]:
+    def _columns(self, with_target: bool, kept: bool = True) -> list[Column]:
+        """Each output column's value by clause (``kept``: with the unchanged target rows'
+        own values; without, a target column is read only where an update keeps it)."""
         columns = []
         for f in self.out_schema:
             value = (
@@ -262,14 +381,16 @@ class _Merge:
                 if with_target and self._in_target(f.name)
                 else F.lit(None).cast(f.dataType)
             )
-            expr = F.when(self._is("keep"), value)
+            expr = F.when(self._is("keep"), value) if kept else None
             for prefix, group in self._groups():
                 for i, c in enumerate(group):
                     if c.action in ("update", "insert"):
                         current = value if c.action == "update" else None
                         new = _assigned(c, f.name, self.src_columns, current)
                         if new is not None:
-                            expr = expr.when(self._is(f"{prefix}{i}"), new)
+                            test = self._is(f"{prefix}{i}")
+                            expr = F.when(test, new) if expr is None else expr.when(test, new)
+            expr = F.lit(None) if expr is None else expr
             columns.append(expr.cast(f.dataType).alias(f.name))
         return columns
 
@@ -329,28 +450,8 @@ class _Merge:
         txn: tuple[str, int] | None,
     ) -> Result:
         counts = written.counts
-
-        def total(prefix: str, kind: str) -> int:
-            group = dict(self._groups())[prefix]
-            return sum(
-                counts.get(f"{prefix}{i}", 0) for i, c in enumerate(group) if c.action == kind
-            )
-
         removes = _removes(self.snapshot, touched)
-        metrics = {
-            "numSourceRows": self.source.count() if n_source is None else n_source,
-            "numTargetRowsInserted": total("n", "insert"),
-            "numTargetRowsUpdated": total("m", "update") + total("b", "update"),
-            "numTargetRowsMatchedUpdated": total("m", "update"),
-            "numTargetRowsNotMatchedBySourceUpdated": total("b", "update"),
-            "numTargetRowsDeleted": total("m", "delete") + total("b", "delete"),
-            "numTargetRowsMatchedDeleted": total("m", "delete"),
-            "numTargetRowsNotMatchedBySourceDeleted": total("b", "delete"),
-            "numTargetRowsCopied": counts.get("keep", 0),
-            "numOutputRows": written.rows,
-            "numTargetFilesAdded": len(written.adds),
-            "numTargetFilesRemoved": len(removes),
-        }
+        metrics = self._metrics(counts, written, n_source, removed=len(removes))
         params = {"predicate": str(self.condition), "clauses": len(self.clauses)}
         version = _commit(
             dlog,
@@ -366,6 +467,30 @@ class _Merge:
             changes=self._changes,
         )
         return Result(version, metrics)
+
+    def _metrics(
+        self, counts: dict[str, int], written: _Written, n_source: int | None, removed: int
+    ) -> dict[str, int]:
+        def total(prefix: str, kind: str) -> int:
+            group = dict(self._groups())[prefix]
+            return sum(
+                counts.get(f"{prefix}{i}", 0) for i, c in enumerate(group) if c.action == kind
+            )
+
+        return {
+            "numSourceRows": self.source.count() if n_source is None else n_source,
+            "numTargetRowsInserted": total("n", "insert"),
+            "numTargetRowsUpdated": total("m", "update") + total("b", "update"),
+            "numTargetRowsMatchedUpdated": total("m", "update"),
+            "numTargetRowsNotMatchedBySourceUpdated": total("b", "update"),
+            "numTargetRowsDeleted": total("m", "delete") + total("b", "delete"),
+            "numTargetRowsMatchedDeleted": total("m", "delete"),
+            "numTargetRowsNotMatchedBySourceDeleted": total("b", "delete"),
+            "numTargetRowsCopied": counts.get("keep", 0),
+            "numOutputRows": written.rows,
+            "numTargetFilesAdded": len(written.adds),
+            "numTargetFilesRemoved": removed,
+        }
 
 
 def _optimistic(known_rows: int, n_source: int) -> bool:

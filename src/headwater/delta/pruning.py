@@ -9,8 +9,10 @@ keeps every file, so pruning is an optimisation that never changes a result.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import sqlglot
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
@@ -24,7 +26,14 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ByteType,
+    DateType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructType,
+)
 from sqlglot import exp
 
 from headwater.delta.log import DataFile, Snapshot
@@ -185,3 +194,37 @@ def merge_candidates(
             return [], n_source
         filters += [GreaterThanOrEqual((k.target,), low), LessThanOrEqual((k.target,), high)]
     return keep_files(snapshot, filters), n_source
+
+
+# Key types whose logged min/max are exact bounds (timestamps are truncated to milliseconds
+# and long strings cut short in stats, so their bounds can miss a value).
+_EXACT_BOUND_TYPES = (ByteType, ShortType, IntegerType, LongType, DateType)
+
+
+def source_key_filter(
+    snapshot: Snapshot, files: list[DataFile], keys: list[EquiKey]
+) -> Column | None:
+    """A filter keeping the source rows whose keys fall in the key range of ``files`` (the
+    only rows that can match a target row there); None when the log's stats cannot say."""
+    by_name = {f.name: f for f in snapshot.schema}
+    actions = snapshot.add_actions
+    wanted = {f.path for f in files}
+    mask = pa.array([unquote(p) in wanted for p in actions.column("path").to_pylist()])
+    chosen = actions.filter(mask)
+    if chosen.num_rows == 0:
+        return None
+    condition = None
+    for k in keys:
+        field = by_name.get(k.target)
+        low_col, high_col = f"min.{k.target}", f"max.{k.target}"
+        if field is None or not isinstance(field.dataType, _EXACT_BOUND_TYPES):
+            continue
+        if low_col not in chosen.column_names or high_col not in chosen.column_names:
+            continue
+        lows, highs = chosen.column(low_col), chosen.column(high_col)
+        if lows.null_count or highs.null_count:
+            continue  # a file without stats (or all-null keys) bounds nothing
+        low, high = pc.min(lows).as_py(), pc.max(highs).as_py()
+        test = F.expr(k.source).between(F.lit(low), F.lit(high))
+        condition = test if condition is None else condition & test
+    return condition

@@ -40,13 +40,16 @@ def commit_actions(
     schema: StructType | None = None,
     txn: tuple[str, int] | None = None,
     removed_vectors: dict[str, dict] | None = None,
+    log_actions: Sequence[dict] = (),
 ) -> int:
     """Publish one commit on top of ``snapshot``; returns its version.
 
     ``schema`` (when it differs from the snapshot's) adds a metaData action, so a MERGE
     with schema evolution stays one commit. ``removed_vectors`` maps a removed file's path
     to the log's path and deletion vector of its add (see :mod:`dv_descriptors`), which its
-    remove must repeat. A concurrent commit raises
+    remove must repeat. ``log_actions`` are further actions already in the log's JSON
+    shape (a file re-added with a new deletion vector, and its remove). A concurrent commit
+    raises
     :class:`ConcurrentModificationError` and leaves the table untouched.
     """
     filesystem, log_dir = storage.filesystem(dlog.log_dir)
@@ -57,7 +60,7 @@ def commit_actions(
             "operation with delta-spark, or disable delta.enableChangeDataFeed / purge the "
             "deletion vectors (REORG TABLE ... APPLY (PURGE)) in that engine."
         )
-    check_writer_features(snapshot, bool(removes))
+    check_writer_features(snapshot, bool(removes) or bool(log_actions))
     removed_vectors = removed_vectors or {}
     now = int(time.time() * 1000)
     version = snapshot.version + 1
@@ -93,25 +96,25 @@ def commit_actions(
             remove["path"] = removed_vectors[r.path]["path"]
             remove["deletionVector"] = removed_vectors[r.path]["deletionVector"]
         lines.append({"remove": remove})
-    for a in adds:
-        lines.append(
-            {
-                "add": {
-                    "path": a.path,
-                    "partitionValues": dict(a.partition_values or {}),
-                    "size": a.size,
-                    "modificationTime": a.modification_time,
-                    "dataChange": a.data_change,
-                    "stats": a.stats,
-                }
-            }
-        )
+    lines.extend(log_actions)
+    lines += [{"add": _add_json(a)} for a in adds]
     lines.extend({"cdc": c} for c in cdc)
     payload = "\n".join(json.dumps(line, separators=(",", ":")) for line in lines) + "\n"
     _publish(log_dir, version, payload.encode(), dlog.root)
     if version % CHECKPOINT_INTERVAL == 0:
         DeltaTable(dlog.root, storage_options=dlog.storage_options).create_checkpoint()
     return version
+
+
+def _add_json(a: AddAction) -> dict:
+    return {
+        "path": a.path,
+        "partitionValues": dict(a.partition_values or {}),
+        "size": a.size,
+        "modificationTime": a.modification_time,
+        "dataChange": a.data_change,
+        "stats": a.stats,
+    }
 
 
 # Writer features whose rules these commits keep (table features protocol, writer v7).
@@ -132,7 +135,7 @@ HONOURED_WRITER_FEATURES = {
 def check_writer_features(snapshot: Snapshot, removes: bool) -> None:
     """Refuse, before anything is written, a commit this module could not write correctly."""
     features = set(snapshot.table.protocol().writer_features or [])
-    unknown = sorted(features - HONOURED_WRITER_FEATURES)
+    unknown = sorted(features - HONOURED_WRITER_FEATURES - _unused_features(snapshot))
     if unknown:
         raise UnsupportedFeatureError(
             f"Delta table at {snapshot.root} uses writer feature(s) {', '.join(unknown)}, "
@@ -144,6 +147,20 @@ def check_writer_features(snapshot: Snapshot, removes: bool) -> None:
             f"Delta table at {snapshot.root} is append-only (delta.appendOnly=true): rows "
             "cannot be updated or deleted."
         )
+
+
+def _unused_features(snapshot: Snapshot) -> set[str]:
+    """Features a table lists (as a legacy protocol upgrade does) but does not use: no
+    CHECK constraint, generated or identity column, so their rules cannot be broken."""
+    unused = set()
+    if not any(k.startswith("delta.constraints.") for k in snapshot.configuration):
+        unused.add("checkConstraints")
+    schema_json = snapshot.table.schema().to_json()
+    if "delta.generationExpression" not in schema_json:
+        unused.add("generatedColumns")
+    if "delta.identity." not in schema_json:
+        unused.add("identityColumns")
+    return unused
 
 
 def _publish(log_dir: str, version: int, payload: bytes, root: str) -> None:

@@ -5,7 +5,9 @@ Two paths, same rows:
 * **native** (default): the snapshot's file list handed to Spark's own Parquet scan, with
   the partition values recovered from the ``k=v`` directories by Spark's partition
   discovery. Column pruning, vectorised decoding, row-group skipping and partition pruning
-  all come from Spark, so a scan costs what a plain Parquet scan costs.
+  all come from Spark, so a scan costs what a plain Parquet scan costs. Rows deleted by
+  deletion vectors are dropped by an anti-join on (``_metadata.file_path``,
+  ``_metadata.row_index``) against the vectors' positions.
 * **python**: the ``delta`` Python data source (:mod:`headwater.delta.source`), used when
   the files cannot be described to Spark's scan exactly (partition values that do not match
   their directories, paths Spark would treat as globs or hidden files).
@@ -15,7 +17,12 @@ The native path is chosen only after checking, file by file, that it is exact.
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
     ByteType,
@@ -27,10 +34,12 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from headwater.delta import cdf
+from headwater import storage
+from headwater.delta import cdf, dv_descriptors
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.partitions import NULL_PARTITION, unescape
+from headwater.errors import CorruptLogError
 
 # Partition types whose directory text Spark parses back to exactly the logged value.
 _NATIVE_PARTITION_TYPES = (
@@ -43,6 +52,7 @@ _NATIVE_PARTITION_TYPES = (
     BooleanType,
 )
 _GLOB_CHARS = set("*?[]{}\\")
+_DV_FILE, _DV_ROW = "__hw_dv_file", "__hw_dv_row"
 
 
 def read_delta(spark: SparkSession, path: str, options: dict[str, str] | None = None) -> DataFrame:
@@ -77,12 +87,13 @@ def read_snapshot(
     files = snapshot.files if files is None else files
     if not files:
         return spark.createDataFrame([], schema)
-    native = native_eligible(snapshot)
+    native = native_eligible(snapshot, with_vectors=True)
     if subset and not native:
         raise ValueError("a subset of files can be read only on the native path")
     if native:
         paths = [f.absolute(snapshot.root) for f in files]
         df = spark.read.schema(schema).option("basePath", snapshot.root).parquet(*paths)
+        df = without_deleted_rows(spark, snapshot, files, df)
         return df.select(*[f"`{f.name}`" for f in schema])
     snapshot.check_python_readable()
     return python_read(spark, snapshot)
@@ -102,12 +113,60 @@ def python_read(
     return original("DataFrameReader.load")(reader, snapshot.root)
 
 
-def native_eligible(snapshot: Snapshot) -> bool:
-    """True when Spark's Parquet scan of the file list yields exactly the snapshot's rows."""
+def without_deleted_rows(
+    spark: SparkSession, snapshot: Snapshot, files: list[DataFile], df: DataFrame
+) -> DataFrame:
+    """``df`` (Spark's scan of ``files``) without the rows their deletion vectors delete:
+    an anti-join on (file, row position) against the vectors' positions."""
+    positions = dv_descriptors.deleted_positions(
+        DeltaLog(snapshot.root), snapshot.version, {f.path for f in files}
+    )
+    if not positions:
+        return df
+    # The text _metadata.file_path will hold: the scan's own URIs (file:/..., URL-encoded).
+    scanned = {storage.normalize(unquote(uri)): uri for uri in df.inputFiles()}
+    by_file = {f.path: f for f in files}
+    names, rows = [], []
+    for path, deleted in positions.items():
+        uri = scanned.get(storage.normalize(by_file[path].absolute(snapshot.root)))
+        if uri is None:
+            raise CorruptLogError(
+                f"The scan of {snapshot.root} does not list {path}, which has a deletion "
+                "vector; its deleted rows cannot be dropped. Nothing was read."
+            )
+        for name in _uri_spellings(uri):
+            names.append(name)
+            rows.append(deleted.astype("int64"))
+    table = pa.table(
+        {
+            _DV_FILE: pa.array(np.repeat(names, [len(r) for r in rows]), pa.string()),
+            _DV_ROW: pa.array(np.concatenate(rows), pa.int64()),
+        }
+    )
+    deleted = spark.createDataFrame(table)
+    on = (F.col("_metadata.file_path") == deleted[_DV_FILE]) & (
+        F.col("_metadata.row_index") == deleted[_DV_ROW]
+    )
+    return df.join(deleted, on, "left_anti")
+
+
+def _uri_spellings(uri: str) -> list[str]:
+    """A local file's URI as the scan may spell it in ``_metadata.file_path``: Spark lists
+    ``file:///x`` but its scan may report ``file:/x`` (both name the same file)."""
+    if uri.startswith("file:///"):
+        return [uri, "file:/" + uri[len("file:///") :]]
+    if uri.startswith("file:/") and not uri.startswith("file://"):
+        return [uri, "file:///" + uri[len("file:/") :]]
+    return [uri]
+
+
+def native_eligible(snapshot: Snapshot, with_vectors: bool = False) -> bool:
+    """True when Spark's Parquet scan of the file list yields exactly the snapshot's rows
+    (``with_vectors``: once :func:`without_deleted_rows` drops the deleted ones)."""
     schema: StructType = snapshot.schema
     parts = snapshot.partition_columns
-    if snapshot.deletion_vectors:
-        return False  # Spark's scan cannot drop the deleted rows; the Python path does
+    if not with_vectors and snapshot.deletion_vectors:
+        return False  # Spark's scan cannot drop the deleted rows itself
     if snapshot.physical_schema is not None:
         return False  # files hold physical column names; the Python path renames them
     by_name = {f.name: f for f in schema}

@@ -1,0 +1,191 @@
+"""DML that marks rows deleted with deletion vectors instead of rewriting their files.
+
+On a table with ``delta.enableDeletionVectors = true`` (as current Databricks and Delta
+releases create them), DELETE, UPDATE and MERGE leave the files holding changed rows in
+place: the changed rows' positions go into a deletion vector, and only new rows (updated
+and inserted ones) are written. Each touched file is removed and re-added in the same
+commit with its new vector (the old vector's positions included), as delta-spark does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import fs as pafs
+from pyspark.sql import DataFrame
+
+from headwater import storage
+from headwater.delta import change_data, deletion_vectors, dv_descriptors, raw_commit
+from headwater.delta.dml import FILE_COL, ROW_INDEX_COL
+from headwater.delta.log import DeltaLog, Snapshot
+from headwater.delta.read import native_eligible
+from headwater.errors import CorruptLogError
+
+ENABLE = "delta.enableDeletionVectors"
+
+
+def applies(snapshot: Snapshot) -> bool:
+    """True when DML on this table writes deletion vectors: the table asks for them, its
+    files can be read natively with row positions, and its log is on a local filesystem
+    (the commit goes through :mod:`raw_commit`). The change data feed keeps the rewrite
+    plan, which records its changes in cdc files."""
+    if snapshot.configuration.get(ENABLE, "false").lower() != "true":
+        return False
+    if "deletionVectors" not in (snapshot.table.protocol().writer_features or []):
+        return False
+    if change_data.enabled(snapshot.configuration):
+        return False
+    if not isinstance(storage.filesystem(snapshot.root)[0], pafs.LocalFileSystem):
+        return False
+    return native_eligible(snapshot, with_vectors=True)
+
+
+def positions(rows: DataFrame) -> pa.Table:
+    """The (file, row position) pairs of ``rows`` (a target read with both columns), moved
+    to the driver as Arrow."""
+    return rows.select(FILE_COL, ROW_INDEX_COL).toArrow()
+
+
+def has_duplicates(pairs: pa.Table) -> bool:
+    """True when some (file, row) pair occurs twice (a target row matched twice)."""
+    if pairs.num_rows < 2:
+        return False
+    files = pc.dictionary_encode(pairs[FILE_COL]).combine_chunks().indices.to_numpy()
+    rows = pairs[ROW_INDEX_COL].to_numpy()
+    keys = np.lexsort((rows, files))
+    same_file = files[keys][1:] == files[keys][:-1]
+    same_row = rows[keys][1:] == rows[keys][:-1]
+    return bool(np.any(same_file & same_row))
+
+
+def commit(
+    dlog: DeltaLog,
+    snapshot: Snapshot,
+    deleted: pa.Table,
+    adds: list,
+    operation: str,
+    parameters: dict,
+    metrics: dict[str, int],
+    txn: tuple[str, int] | None = None,
+    schema=None,
+    removed_metric: str = "numRemovedFiles",
+) -> tuple[int | None, dict[str, int]]:
+    """Commit ``deleted`` ((file, row) pairs, files as Spark names them) as deletion vectors,
+    together with ``adds``; returns (version, metrics with the vector counts added and
+    ``removed_metric``: the files all of whose rows are now deleted, removed outright)."""
+    by_uri = _files_by_uri(snapshot, deleted)
+    paths = set(by_uri.values())
+    old = dv_descriptors.deleted_positions(dlog, snapshot.version, paths)
+    old_descriptors = dv_descriptors.live_descriptors(dlog, snapshot.version)
+    logged = dv_descriptors.live_adds(dlog, snapshot.version, paths)
+    missing = paths - set(logged)
+    if missing:
+        raise CorruptLogError(
+            f"The log of {snapshot.root} has no add action for {sorted(missing)[0]}, which "
+            "the scan read; nothing was committed."
+        )
+    new_rows: dict[str, np.ndarray] = {}
+    for uri, rows in _rows_by_file(deleted).items():
+        path = by_uri[uri]
+        new_rows[path] = np.union1d(new_rows.get(path, rows), rows)
+    vectors, dropped = {}, []
+    for path, rows in new_rows.items():
+        union = np.union1d(old.get(path, np.zeros(0, np.uint64)), rows)
+        if _num_records(logged[path]) == len(union):
+            dropped.append(path)  # every row deleted: the file goes, no vector needed
+        else:
+            vectors[path] = union
+    descriptors = deletion_vectors.write(snapshot.root, vectors) if vectors else {}
+    now = int(time.time() * 1000)
+    actions: list[dict] = []
+    for path in new_rows:
+        add = logged[path]
+        remove = {
+            "path": add["path"],
+            "deletionTimestamp": now,
+            "dataChange": True,
+            "extendedFileMetadata": True,
+            "partitionValues": add.get("partitionValues") or {},
+            "size": add.get("size"),
+        }
+        if add.get("tags"):
+            remove["tags"] = add["tags"]
+        if path in old_descriptors:
+            remove["deletionVector"] = old_descriptors[path]["deletionVector"]
+        actions.append({"remove": remove})
+        if path in descriptors:
+            readd = {k: v for k, v in add.items() if v is not None}
+            readd.update(dataChange=True, deletionVector=descriptors[path])
+            if readd.get("stats"):
+                stats = json.loads(readd["stats"])
+                stats["tightBounds"] = False  # deleted rows may hold the min or max
+                readd["stats"] = json.dumps(stats, separators=(",", ":"))
+            actions.append({"add": readd})
+    metrics = {
+        **metrics,
+        removed_metric: len(dropped),
+        "numDeletionVectorsAdded": len([p for p in descriptors if p not in old_descriptors]),
+        "numDeletionVectorsUpdated": len([p for p in descriptors if p in old_descriptors]),
+        "numDeletionVectorsRemoved": len([p for p in dropped if p in old_descriptors]),
+    }
+    if not actions and not adds and txn is None:
+        return None, metrics
+    version = raw_commit.commit_actions(
+        dlog,
+        snapshot,
+        adds=adds,
+        removes=[],
+        cdc=[],
+        operation=operation,
+        info={
+            "operationParameters": {k: str(v) for k, v in parameters.items()},
+            "operationMetrics": {k: str(v) for k, v in metrics.items()},
+        },
+        schema=schema,
+        txn=txn,
+        log_actions=actions,
+    )
+    return version, metrics
+
+
+def _files_by_uri(snapshot: Snapshot, deleted: pa.Table) -> dict[str, str]:
+    """Each file URI in ``deleted`` (as ``_metadata.file_path`` spells it) mapped to the
+    snapshot file's relative path."""
+    by_local = {storage.normalize(f.absolute(snapshot.root)): f.path for f in snapshot.files}
+    out = {}
+    for uri in pc.unique(deleted[FILE_COL]).to_pylist():
+        path = by_local.get(storage.normalize(unquote(uri)))
+        if path is None:
+            raise CorruptLogError(
+                f"Spark read {uri}, which is not a live file of {snapshot.root}; nothing was "
+                "committed."
+            )
+        out[uri] = path
+    return out
+
+
+def _rows_by_file(deleted: pa.Table) -> dict[str, np.ndarray]:
+    """Row positions (uint64) per file URI, in one pass over the pairs."""
+    if deleted.num_rows == 0:
+        return {}
+    encoded = pc.dictionary_encode(deleted[FILE_COL]).combine_chunks()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    rows = deleted[ROW_INDEX_COL].to_numpy().astype(np.uint64)
+    order = np.argsort(codes, kind="stable")
+    uniques, starts = np.unique(codes[order], return_index=True)
+    groups = np.split(rows[order], starts[1:])
+    names = encoded.dictionary.to_pylist()
+    return {names[code]: group for code, group in zip(uniques, groups, strict=True)}
+
+
+def _num_records(add: dict) -> int | None:
+    stats = add.get("stats")
+    if not stats:
+        return None
+    n = json.loads(stats).get("numRecords")
+    return None if n is None else int(n)
