@@ -209,8 +209,9 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if any(a.get("deletionVector") for a in adds):
             raise UnsupportedFeatureError(
                 f"Version {version} of the source table {self.log.root} adds files with deletion "
-                "vectors (a DELETE/UPDATE/MERGE by another engine); streaming them is not "
-                "supported yet. Use 'skipChangeCommits', or read the table in batch."
+                "vectors (a DELETE/UPDATE/MERGE on a table with deletion vectors enabled); "
+                "streaming them is not supported yet. Use 'skipChangeCommits', or read the "
+                "table in batch."
             )
         names = self._logical_partition_names
         return [
