@@ -118,6 +118,8 @@ def without_deleted_rows(
 ) -> DataFrame:
     """``df`` (Spark's scan of ``files``) without the rows their deletion vectors delete:
     an anti-join on (file, row position) against the vectors' positions."""
+    if "deletionVectors" not in (snapshot.table.protocol().reader_features or []):
+        return df  # no vector can exist: skip the log replay
     positions = dv_descriptors.deleted_positions(
         DeltaLog(snapshot.root), snapshot.version, {f.path for f in files}
     )

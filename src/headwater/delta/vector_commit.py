@@ -80,15 +80,23 @@ def commit(
     ``removed_metric``: the files all of whose rows are now deleted, removed outright)."""
     by_uri = _files_by_uri(snapshot, deleted)
     paths = set(by_uri.values())
-    old = dv_descriptors.deleted_positions(dlog, snapshot.version, paths)
-    old_descriptors = dv_descriptors.live_descriptors(dlog, snapshot.version)
-    logged = dv_descriptors.live_adds(dlog, snapshot.version, paths)
+    logged = dv_descriptors.live_adds(dlog, snapshot.version, paths)  # one log replay
     missing = paths - set(logged)
     if missing:
         raise CorruptLogError(
             f"The log of {snapshot.root} has no add action for {sorted(missing)[0]}, which "
             "the scan read; nothing was committed."
         )
+    old_descriptors = {
+        path: {"deletionVector": {k: v for k, v in add["deletionVector"].items() if v is not None}}
+        for path, add in logged.items()
+        if add.get("deletionVector")
+    }
+    cache: dict[str, bytes] = {}
+    old = {
+        path: deletion_vectors.read(snapshot.root, d["deletionVector"], cache)
+        for path, d in old_descriptors.items()
+    }
     new_rows: dict[str, np.ndarray] = {}
     for uri, rows in _rows_by_file(deleted).items():
         path = by_uri[uri]
@@ -101,9 +109,49 @@ def commit(
         else:
             vectors[path] = union
     descriptors = deletion_vectors.write(snapshot.root, vectors) if vectors else {}
+    actions = _file_actions(list(new_rows), logged, old_descriptors, descriptors)
+    metrics = {
+        **metrics,
+        removed_metric: len(dropped),
+        "numDeletionVectorsAdded": len([p for p in descriptors if p not in old_descriptors]),
+        "numDeletionVectorsUpdated": len([p for p in descriptors if p in old_descriptors]),
+        "numDeletionVectorsRemoved": len([p for p in dropped if p in old_descriptors]),
+    }
+    if not actions and not adds and txn is None:
+        return None, metrics
+    try:
+        version = raw_commit.commit_actions(
+            dlog,
+            snapshot,
+            adds=adds,
+            removes=[],
+            cdc=[],
+            operation=operation,
+            info={
+                "operationParameters": {k: str(v) for k, v in parameters.items()},
+                "operationMetrics": {k: str(v) for k, v in metrics.items()},
+            },
+            schema=schema,
+            txn=txn,
+            log_actions=actions,
+        )
+    except BaseException:
+        if descriptors:  # the new vector file is named by nothing committed
+            storage.delete_file(
+                deletion_vectors.file_of(snapshot.root, next(iter(descriptors.values())))
+            )
+        raise
+    return version, metrics
+
+
+def _file_actions(
+    paths: list[str], logged: dict[str, dict], old: dict[str, dict], new: dict[str, dict]
+) -> list[dict]:
+    """Per touched file: its remove (naming the vector it had) and, unless all its rows are
+    now deleted, its re-add with the new vector (same path, size and stats)."""
     now = int(time.time() * 1000)
     actions: list[dict] = []
-    for path in new_rows:
+    for path in paths:
         add = logged[path]
         remove = {
             "path": add["path"],
@@ -115,42 +163,18 @@ def commit(
         }
         if add.get("tags"):
             remove["tags"] = add["tags"]
-        if path in old_descriptors:
-            remove["deletionVector"] = old_descriptors[path]["deletionVector"]
+        if path in old:
+            remove["deletionVector"] = old[path]["deletionVector"]
         actions.append({"remove": remove})
-        if path in descriptors:
+        if path in new:
             readd = {k: v for k, v in add.items() if v is not None}
-            readd.update(dataChange=True, deletionVector=descriptors[path])
+            readd.update(dataChange=True, deletionVector=new[path])
             if readd.get("stats"):
                 stats = json.loads(readd["stats"])
                 stats["tightBounds"] = False  # deleted rows may hold the min or max
                 readd["stats"] = json.dumps(stats, separators=(",", ":"))
             actions.append({"add": readd})
-    metrics = {
-        **metrics,
-        removed_metric: len(dropped),
-        "numDeletionVectorsAdded": len([p for p in descriptors if p not in old_descriptors]),
-        "numDeletionVectorsUpdated": len([p for p in descriptors if p in old_descriptors]),
-        "numDeletionVectorsRemoved": len([p for p in dropped if p in old_descriptors]),
-    }
-    if not actions and not adds and txn is None:
-        return None, metrics
-    version = raw_commit.commit_actions(
-        dlog,
-        snapshot,
-        adds=adds,
-        removes=[],
-        cdc=[],
-        operation=operation,
-        info={
-            "operationParameters": {k: str(v) for k, v in parameters.items()},
-            "operationMetrics": {k: str(v) for k, v in metrics.items()},
-        },
-        schema=schema,
-        txn=txn,
-        log_actions=actions,
-    )
-    return version, metrics
+    return actions
 
 
 def _files_by_uri(snapshot: Snapshot, deleted: pa.Table) -> dict[str, str]:
