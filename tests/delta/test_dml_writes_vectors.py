@@ -108,6 +108,9 @@ def test_a_second_change_to_the_same_file_extends_its_vector(spark, tables):
         _merge(spark, dv, source)
         _merge(spark, plain, source)
     assert _rows(spark, dv) == _rows(spark, plain) == _delta_rs(dv)
+    # the version between the merges reads with the vector it had then
+    middle = {"versionAsOf": str(RsTable(dv).version() - 1)}
+    assert _rows(spark, dv, **middle) == _rows(spark, plain, **middle)
     metrics = DeltaTable.forPath(spark, dv).history(1).first().operationMetrics
     assert metrics["numDeletionVectorsUpdated"] == "1"
     actions = _last_actions(dv)
