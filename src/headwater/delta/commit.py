@@ -28,6 +28,7 @@ from deltalake.transaction import (
 from pyspark.sql.types import StructType
 
 from headwater.delta import schema as schemas
+from headwater.delta.dv_descriptors import removed_vectors
 from headwater.delta.log import DeltaLog, Snapshot
 from headwater.errors import (
     ConcurrentModificationError,
@@ -199,7 +200,7 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     elif req.mode == "replace" and req.select_removes is not None:
         current_snap = Snapshot(log_.root, table.version(), table)
         removes = req.select_removes(current_snap)
-        vectors = _removed_vectors(log_, current_snap, removes)
+        vectors = removed_vectors(log_, current_snap, removes)
         if vectors:  # delta-rs's RemoveAction cannot name a file's deletion vector
             from headwater.delta import raw_commit
 
@@ -227,17 +228,6 @@ def _commit_existing(log_: DeltaLog, table: DeltaTable, req: CommitRequest) -> C
     return CommitResult(
         version=_committed_version(log_, props, table), schema_changed=schema_changed
     )
-
-
-def _removed_vectors(log_: DeltaLog, snap: Snapshot, removes: list[RemoveAction]) -> dict:
-    """The log's path and deletion vector of each removed file that has one ({} on tables
-    without the deletionVectors feature)."""
-    if not removes or "deletionVectors" not in (snap.table.protocol().reader_features or []):
-        return {}
-    from headwater.delta.dv_descriptors import live_descriptors
-
-    descriptors = live_descriptors(log_, snap.version)
-    return {r.path: descriptors[r.path] for r in removes if r.path in descriptors}
 
 
 def _committed_version(

@@ -26,7 +26,7 @@ from headwater.delta.commit import CommitRequest, commit
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.read import native_eligible, python_read, read_snapshot
 from headwater.delta.write import _strip_file_scheme, discard_files, write_files
-from headwater.errors import CorruptLogError, DeltaError
+from headwater.errors import DeltaError
 
 FILE_COL = "__hw_file"
 ROW_INDEX_COL = "__hw_row_index"
@@ -100,7 +100,7 @@ def _removes(snapshot: Snapshot, touched: set[str]) -> list[RemoveAction]:
 def live_rows(snapshot: Snapshot) -> dict[str, int | None]:
     """Live rows of each file: the log's numRecords less the rows its deletion vector
     deletes (None: the log does not count the file's rows)."""
-    deleted = {path: sel.count(False) for path, sel in snapshot.deletion_vectors.items()}
+    deleted = dv_descriptors.deleted_counts(snapshot)
     return {
         f.path: None if n is None else int(n) - deleted.get(f.path, 0)
         for f, n in zip(
@@ -138,7 +138,7 @@ def _commit(
     record_changes = bool(
         changes is not None and removes and change_data.enabled(snapshot.configuration)
     )
-    vectors = _removed_vectors(dlog, snapshot, removes)
+    vectors = dv_descriptors.removed_vectors(dlog, snapshot, removes)
     if record_changes or vectors:
         # delta-rs's Python API can commit neither cdc actions nor removes that name a
         # deletion vector: such commits are written by raw_commit.
@@ -174,25 +174,6 @@ def _commit(
         },
     )
     return commit(dlog, request).version
-
-
-def _removed_vectors(
-    dlog: DeltaLog, snapshot: Snapshot, removes: list[RemoveAction]
-) -> dict[str, dict]:
-    """The log's path and deletion-vector descriptor of each removed file that has one."""
-    if not removes or not snapshot.deletion_vectors:
-        return {}
-    wanted = {r.path for r in removes} & set(snapshot.deletion_vectors)
-    if not wanted:
-        return {}
-    descriptors = dv_descriptors.live_descriptors(dlog, snapshot.version)
-    missing = wanted - set(descriptors)
-    if missing:
-        raise CorruptLogError(
-            f"The log of {snapshot.root} gives no deletion vector for {sorted(missing)[0]}, "
-            "which delta-rs reads with one; nothing was committed."
-        )
-    return {path: descriptors[path] for path in wanted}
 
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"

@@ -41,6 +41,32 @@ def live_descriptors(dlog: DeltaLog, version: int) -> dict[str, dict]:
     }
 
 
+def removed_vectors(dlog: DeltaLog, snapshot, removes) -> dict[str, dict]:
+    """The log's path and deletion vector of each removed file that has one, which its
+    remove must repeat ({} on tables without the deletionVectors feature)."""
+    if not removes or "deletionVectors" not in (snapshot.table.protocol().reader_features or []):
+        return {}
+    wanted = {r.path for r in removes} & set(snapshot.deletion_vectors)
+    if not wanted:
+        return {}
+    descriptors = live_descriptors(dlog, snapshot.version)
+    missing = wanted - set(descriptors)
+    if missing:
+        raise CorruptLogError(
+            f"The log of {snapshot.root} gives no deletion vector for {sorted(missing)[0]}, "
+            "which delta-rs reads with one; nothing was committed."
+        )
+    return {path: descriptors[path] for path in wanted}
+
+
+def deleted_counts(snapshot) -> dict[str, int]:
+    """Rows each file's deletion vector deletes (its cardinality, from the log)."""
+    if "deletionVectors" not in (snapshot.table.protocol().reader_features or []):
+        return {}
+    descriptors = live_descriptors(DeltaLog(snapshot.root), snapshot.version)
+    return {path: int(d["deletionVector"]["cardinality"]) for path, d in descriptors.items()}
+
+
 def deleted_positions(dlog: DeltaLog, version: int, paths: set[str]) -> dict[str, np.ndarray]:
     """The row positions (uint64) the deletion vector of each file in ``paths`` deletes
     (files without a vector are left out)."""
