@@ -29,6 +29,10 @@ _LOCAL_DEFAULTS = {
     "spark.driver.memory": "2g",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # The throughput collector: on a few cores G1's concurrent marking threads take CPU from
+    # the tasks. A warm MERGE of 1M rows into 10M on 2 cores: 2.3-2.5 s with it, 2.8-3.0 s
+    # with G1 (bench/RESULTS.md).
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
 
@@ -66,6 +70,7 @@ def session(
     if master.startswith("local-cluster"):
         settings.setdefault("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         settings.setdefault("spark.executor.memory", "1g")
+        settings.setdefault("spark.executor.extraJavaOptions", "-XX:+UseParallelGC")
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -100,6 +100,7 @@ def test_merge_marks_changed_rows_in_vectors_and_matches_a_rewriting_merge(spark
     assert all(json.loads(a["stats"])["tightBounds"] is False for a in readded)
     assert {a["path"].rsplit("/", 1)[-1] for a in readded} <= files_before  # not rewritten
     assert len(list(Path(dv).glob("deletion_vector_*.bin"))) == 1
+    assert not list(Path(dv, "_headwater_staging").glob("*"))  # the matched rows' hand-off
 
 
 def test_a_second_change_to_the_same_file_extends_its_vector(spark, tables):
@@ -227,3 +228,40 @@ def test_merge_clauses_reading_target_columns_see_the_target_values(spark, table
     assert rows == _rows(spark, plain) == _delta_rs(dv)
     assert (2, "v2+0", 0) in rows and (31, "v31+1", 1) in rows and (77, "new", 1) in rows
     assert not [r for r in rows if r[0] == 3]  # v3: the update's condition failed, deleted
+
+
+def test_merge_keeps_target_values_of_every_type_through_the_matched_rows(spark, tmp_path):
+    """The matched rows' target columns go from the first job to the second as Parquet:
+    timestamps, decimals, dates, arrays and nulls come back as they were."""
+    schema = "id bigint, amount decimal(10,2), ts timestamp, day date, tags array<string>"
+    rows = spark.sql(
+        "SELECT id, CAST(id * 1.25 AS decimal(10,2)) AS amount, "
+        "timestamp'2026-01-02 03:04:05.123456' + make_interval(0, 0, 0, 0, 0, id) AS ts, "
+        "date_add(date'2026-01-01', CAST(id AS int)) AS day, "
+        "IF(id % 3 = 0, NULL, array(CAST(id AS string), 'x')) AS tags FROM range(30)"
+    )
+    paths = []
+    for name, vectors in (("dv", True), ("plain", False)):
+        builder = DeltaTable.create(spark).location(str(tmp_path / name)).addColumns(rows.schema)
+        if vectors:
+            builder = builder.property("delta.enableDeletionVectors", "true")
+        builder.execute()
+        rows.write.format("delta").mode("append").save(str(tmp_path / name))
+        paths.append(str(tmp_path / name))
+    src = spark.createDataFrame([(3, 1.0), (4, 2.0), (99, 5.0)], "id long, amount double")
+    for path in paths:
+        (
+            DeltaTable.forPath(spark, path).alias("t").merge(src.alias("s"), "t.id = s.id")
+            .whenMatchedUpdate(set={"amount": "t.amount + s.amount"})
+            .whenNotMatchedInsert(values={"id": "s.id", "amount": "s.amount"})
+            .execute()
+        )  # fmt: skip
+    dv, plain = (spark.read.format("delta").load(p).orderBy("id").collect() for p in paths)
+    assert dv == plain
+    by_id = {r.id: r for r in dv}
+    assert str(by_id[4].amount) == "7.00" and by_id[4].tags == ["4", "x"]
+    assert by_id[3].tags is None and by_id[3].ts.microsecond == 123456
+    assert by_id[99].ts is None and len(dv) == 31
+    assert spark.read.format("delta").load(paths[0]).schema.simpleString() == (
+        f"struct<{schema.replace(', ', ',').replace(' ', ':')}>"
+    )
