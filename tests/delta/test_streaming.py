@@ -247,3 +247,32 @@ def test_replayed_batch_is_not_committed_twice(spark, tmp_path):
     sink(batch, 1)
     assert spark.read.format("delta").load(dst).count() == 8
     assert DeltaTable(dst).version() == 1
+
+
+def test_ignore_changes_redelivers_a_file_a_deletion_vector_marked_without_its_rows(spark, paths):
+    """A DELETE on a table with deletion vectors re-adds the file with a vector: a stream
+    with ignoreChanges delivers that file again without the deleted rows; without an option
+    the stream fails naming the change; skipChangeCommits passes it over."""
+    from headwater.delta.tables import DeltaTable as HwTable
+
+    src, dst, ckpt = paths
+    (
+        HwTable.create(spark).location(src).addColumn("id", "bigint").addColumn("k", "bigint")
+        .property("delta.enableDeletionVectors", "true").execute()
+    )  # fmt: skip
+    _append(spark, src, 0, 6)
+    _stream(spark, src, dst, ckpt, {"availableNow": True}).awaitTermination()
+    HwTable.forPath(spark, src).delete("id IN (1, 4)")
+    assert int(DeltaTable(src).history(1)[0]["operationMetrics"]["numDeletionVectorsAdded"]) >= 1
+    _append(spark, src, 10, 11)
+
+    failing = _stream(spark, src, dst, ckpt, {"availableNow": True})
+    with pytest.raises(StreamingQueryException, match=r"version 2.*skipChangeCommits"):
+        failing.awaitTermination()
+    _stream(
+        spark, src, dst + "-skip", ckpt + "-skip", {"availableNow": True}, skipChangeCommits="true"
+    ).awaitTermination()
+    assert _ids(spark, dst + "-skip") == [0, 2, 3, 5, 10]  # the snapshot at start, then 10
+
+    _stream(spark, src, dst, ckpt, {"availableNow": True}, ignoreChanges="true").awaitTermination()
+    assert _ids(spark, dst) == [0, 0, 1, 2, 2, 3, 3, 4, 5, 5, 10]  # 1 and 4 not again

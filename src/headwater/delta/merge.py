@@ -147,6 +147,7 @@ class _Merge:
         self.inserted = self._labels(("n",), "insert")
         self.codes = {label: code for code, label in enumerate(["skip", *self._all()])}
         self._tests: dict[str, Column] = {}
+        self._actions: dict[str, Column] = {}
         self.src_columns = {c.lower(): self.src[c] for c in source.columns}
         self.target_marker = FILE_COL  # non-null exactly on joined rows with a target row
 
@@ -369,6 +370,11 @@ class _Merge:
     def _action(self) -> Column:
         """The code of the clause acting on a joined row (labels m<i>/b<i>/n<i>, keep, skip;
         codes are small integers: cheaper to compare on every row than strings)."""
+        if self.target_marker not in self._actions:  # built once per marker: JVM round trips
+            self._actions[self.target_marker] = self._build_action()
+        return self._actions[self.target_marker]
+
+    def _build_action(self) -> Column:
         t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
         tests = [
             (t_here & s_here & _holds(c.condition), f"m{i}") for i, c in enumerate(self.matched)
@@ -516,7 +522,7 @@ def _staged(spark: SparkSession, root: str, rows: pa.Table, schema: StructType):
     fs, local = storage.filesystem(staging)
     fs.create_dir(local)
     try:
-        pq.write_table(rows, f"{local}/rows.parquet", filesystem=fs)
+        pq.write_table(rows, f"{local}/rows.parquet", filesystem=fs, compression="none")
         yield spark.read.schema(schema).parquet(staging)
     finally:
         storage.delete_dir(staging)

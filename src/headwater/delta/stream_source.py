@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -31,12 +32,12 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta import cdf, mapping
+from headwater.delta import cdf, deletion_vectors, mapping
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import as_bool, as_bytes, as_int
 from headwater.delta.scan import FileTask, read_files
 from headwater.delta.source import physical_for, plan_partitions
-from headwater.errors import StreamingSourceChangedError, UnsupportedFeatureError
+from headwater.errors import StreamingSourceChangedError
 
 log = logging.getLogger(__name__)
 
@@ -206,14 +207,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     "commits that only delete data, set 'ignoreDeletes' to 'true'. Or restart the "
                     "query from a later version with 'startingVersion'."
                 )
-        if any(a.get("deletionVector") for a in adds):
-            raise UnsupportedFeatureError(
-                f"Version {version} of the source table {self.log.root} adds files with deletion "
-                "vectors (a DELETE/UPDATE/MERGE on a table with deletion vectors enabled); "
-                "streaming them is not supported yet. Use 'skipChangeCommits', or read the "
-                "table in batch."
-            )
         names = self._logical_partition_names
+        vectors: dict[str, bytes] = {}  # vector files read for this commit
         return [
             FileTask(
                 storage.join(self.log.root, unquote(a["path"])),
@@ -223,9 +218,20 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         (names.get(k, k), v) for k, v in (a.get("partitionValues") or {}).items()
                     )
                 ),
+                self._selection(a.get("deletionVector"), vectors),
             )
             for a in adds
         ]
+
+    def _selection(self, vector: dict | None, cache: dict[str, bytes]) -> tuple[bool, ...] | None:
+        """The rows of a re-added file its deletion vector keeps (ignoreChanges re-delivers
+        a file a DML marked rows of, without those rows)."""
+        if not vector:
+            return None
+        deleted = deletion_vectors.read(self.log.root, vector, cache)
+        live = np.ones(int(deleted.max()) + 1 if len(deleted) else 0, dtype=bool)
+        live[deleted.astype(np.int64)] = False
+        return tuple(live.tolist())
 
     def _check_schema(self, version: int, metadata: dict) -> None:
         import json
