@@ -198,19 +198,40 @@ def test_replace_where_over_files_with_vectors_removes_them_with_their_vectors(s
     assert [r["deletionVector"]["cardinality"] for r in removes if "deletionVector" in r] == [1]
 
 
-def test_merge_with_not_matched_by_source_rewrites_files_that_carry_vectors(spark, tables):
+def test_merge_with_not_matched_by_source_clauses_marks_rows_instead_of_rewriting(spark, tables):
     dv, plain = tables
+    metrics = {}
     for path in (dv, plain):
         DeltaTable.forPath(spark, path).delete("id IN (4, 5)")  # vectors on both partitions
-        src = spark.createDataFrame([(6, "six", 0), (200, "new", 0)], SCHEMA)
-        (
+        src = spark.createDataFrame([(6, "six", 0), (7, "seven", 1), (200, "new", 0)], SCHEMA)
+        result = (
             DeltaTable.forPath(spark, path).alias("t").merge(src.alias("s"), "t.id = s.id")
             .whenMatchedUpdateAll().whenNotMatchedInsertAll()
-            .whenNotMatchedBySourceDelete("t.id > 30").execute()
+            .whenNotMatchedBySourceDelete("t.id > 30")
+            .whenNotMatchedBySourceUpdate("t.id < 3", set={"v": "concat(t.v, '-gone')"})
+            .execute()
         )  # fmt: skip
-    assert _rows(spark, dv) == _rows(spark, plain) == _delta_rs(dv)
-    removes = [a["remove"] for a in _last_actions(dv) if "remove" in a]
-    assert sum("deletionVector" in r for r in removes) == 2  # rewritten with their vectors
+        metrics[path] = result.first().asDict()
+    rows = _rows(spark, dv)
+    assert rows == _rows(spark, plain) == _delta_rs(dv)
+    assert (1, "v1-gone", 1) in rows and (6, "six", 0) in rows and (200, "new", 0) in rows
+    assert not [r for r in rows if r[0] > 30 and r[0] != 200]
+    assert metrics[dv] == metrics[plain]  # affected, updated, deleted, inserted
+    history = DeltaTable.forPath(spark, dv).history(1).first().operationMetrics
+    assert history["numTargetRowsNotMatchedBySourceDeleted"] == "9"  # 31..39
+    assert history["numTargetRowsNotMatchedBySourceUpdated"] == "3"  # 0, 1, 2
+    assert history["numTargetFilesRemoved"] == "0"
+    actions = _last_actions(dv)
+    removes = [a["remove"] for a in actions if "remove" in a]
+    readds = {a["add"]["path"] for a in actions if "add" in a and "deletionVector" in a["add"]}
+    assert {r["path"] for r in removes} == readds  # every touched file re-added, none rewritten
+    assert sum("deletionVector" in r for r in removes) == 2  # the DELETE's vectors, extended
+    new_rows = sum(
+        json.loads(a["add"]["stats"])["numRecords"]
+        for a in actions
+        if "add" in a and "deletionVector" not in a["add"]
+    )
+    assert new_rows == 2 + 3 + 1  # the matched updates, the by-source updates, the insert
 
 
 def test_merge_clauses_reading_target_columns_see_the_target_values(spark, tables):
@@ -265,3 +286,29 @@ def test_merge_keeps_target_values_of_every_type_through_the_matched_rows(spark,
     assert spark.read.format("delta").load(paths[0]).schema.simpleString() == (
         f"struct<{schema.replace(', ', ',').replace(' ', ':')}>"
     )
+
+
+def test_merge_that_mirrors_a_snapshot_deletes_every_row_it_lacks(spark, tables):
+    """Only NOT MATCHED BY SOURCE DELETE and inserts: a file left without live rows is
+    removed; a source key twice is an error on both plans (as in delta-spark), with nothing
+    written."""
+    dv, plain = tables
+    twice = spark.createDataFrame([(1, "a", 1), (1, "b", 1)], SCHEMA)
+    src = spark.createDataFrame([(1, "a", 1), (500, "new", 0)], SCHEMA)
+    for path in (dv, plain):
+        before = _rows(spark, path)
+        with pytest.raises(DeltaError, match="MULTIPLE_SOURCE_ROW"):
+            DeltaTable.forPath(spark, path).alias("t").merge(
+                twice.alias("s"), "t.id = s.id"
+            ).whenNotMatchedBySourceDelete().execute()
+        assert _rows(spark, path) == before
+        (
+            DeltaTable.forPath(spark, path).alias("t").merge(src.alias("s"), "t.id = s.id")
+            .whenNotMatchedBySourceDelete().whenNotMatchedInsertAll().execute()
+        )  # fmt: skip
+    expected = [(1, "v1", 1), (500, "new", 0)]
+    assert _rows(spark, dv) == _rows(spark, plain) == _delta_rs(dv) == expected
+    actions = _last_actions(dv)
+    removed = {a["remove"]["path"] for a in actions if "remove" in a}
+    readded = {a["add"]["path"] for a in actions if "add" in a and "deletionVector" in a["add"]}
+    assert len(readded) == 1 and readded < removed  # the d=0 file had no live row left

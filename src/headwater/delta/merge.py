@@ -54,6 +54,7 @@ from headwater.errors import DeltaError
 
 ROW_COL = "__hw_row"
 SRC_COL = "__hw_src"
+MATCHED_COL = "__hw_matched"
 
 # Skip the touched-files join when the candidate files hold at most this many rows per
 # source row (or at most OPTIMISTIC_MIN_ROWS): rewriting an untouched candidate file in
@@ -96,7 +97,8 @@ def merge(
     """MERGE ``source`` into the table at ``path``.
 
     Clauses of each kind are tried in order; the first whose condition holds acts. A target
-    row matched by several source rows is an error when a matched clause exists.
+    row matched by several source rows is an error unless the MERGE only inserts (as in
+    delta-spark, which also allows it for a lone unconditional matched delete; we do not).
     """
     dlog = DeltaLog(path)
     snapshot = dlog.snapshot()
@@ -104,7 +106,7 @@ def merge(
     if done:
         return Result(None, {})
     plan = _Merge(spark, snapshot, source, condition, clauses, target_alias or "target", evolve)
-    if plan.matched and not plan.by_source and vector_commit.applies(snapshot):
+    if (plan.matched or plan.by_source) and vector_commit.applies(snapshot):
         return plan.run_with_vectors(dlog, txn)
     written, touched, n_source = plan.run()
     return plan.commit(dlog, written, touched, n_source, txn)
@@ -158,7 +160,17 @@ class _Merge:
         snapshot = self.snapshot
         if self.by_source:  # every target row can act: every file is rewritten
             touched = {f.absolute(snapshot.root) for f in snapshot.files}
-            return self._write(self._joined(None, None)), touched, None
+            known_rows = _known_rows(snapshot, snapshot.files)
+            if known_rows is None:
+                self._touched_files(snapshot.files)  # fails when a target row matches twice
+            written = self._write(self._joined(None, None))
+            if (
+                known_rows is not None
+                and written.matched_pairs + written.unmatched_target > known_rows
+            ):
+                discard_files(snapshot.root, written.adds)
+                raise DeltaError(MULTIPLE_MATCH)
+            return written, touched, None
         # Without NOT MATCHED BY SOURCE clauses only target rows that can match a source row
         # matter: files whose key range misses the source's are neither read nor rewritten.
         files, n_source = self._candidates()
@@ -190,50 +202,21 @@ class _Merge:
         return None, None
 
     def run_with_vectors(self, dlog: DeltaLog, txn: tuple[str, int] | None) -> Result:
-        """MERGE on a table with deletion vectors enabled: matched rows that are updated or
+        """MERGE on a table with deletion vectors enabled: target rows that are updated or
         deleted are marked in their files' vectors; only updated and inserted rows are
         written, and no file is rewritten.
 
-        Two Spark jobs. The first joins the target's candidate rows (only the columns the
-        clauses read) with the source and brings the matched rows to the driver as Arrow:
-        their positions, clause and those columns; a target row matched twice fails here,
-        before anything is written. The second joins the source with those matched rows
-        (broadcast, when they are few) instead of the target, and writes the new rows.
+        Two Spark jobs: :meth:`_acted_rows` finds the target rows the clauses act on, and
+        :meth:`_write_new` writes the new rows from them and the source.
         """
-        files, n_source = self._candidates()
-        target = _target(self.spark, self.snapshot, files, row_index=True).alias(self.alias)
         needed = self._target_columns_read()
         self.target_marker = ROW_INDEX_COL
-        source = self.src
-        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
-        in_range = pruning.source_key_filter(self.snapshot, files, keys) if files else None
-        if in_range is not None:  # only these source rows can match the candidate files
-            source = source.where(in_range)
-        if n_source is not None and n_source <= BROADCAST_ROWS:
-            source = F.broadcast(source)  # the target's rows then stay where they are read
-        matched = target.join(source, self.on, "inner").withColumn(ACTION_COL, self._action())
-        pairs = matched.select(
-            FILE_COL,
-            ROW_INDEX_COL,
-            ACTION_COL,
-            *[F.col(f"{self.alias}.`{c}`").alias(c) for c in needed],
-        ).toArrow()
-        if vector_commit.has_duplicates(pairs.select([FILE_COL, ROW_INDEX_COL])):
-            raise DeltaError(MULTIPLE_MATCH)
+        pairs, n_source = self._acted_rows(needed)
         changed = [self.codes[lab] for lab in [*self.updates, *self.deletes]]
         deleted = pairs.filter(
             pc.is_in(pairs[ACTION_COL], pa.array(changed, pairs[ACTION_COL].type))
         )
-        if pairs.num_rows <= BROADCAST_ROWS:
-            kept = pairs.select([ROW_INDEX_COL, *needed])
-            with _staged(
-                self.spark, self.snapshot.root, kept, self._matched_schema(needed)
-            ) as rows:
-                joined = F.broadcast(rows.alias(self.alias)).join(self.src, self.on, "right_outer")
-                written = self._write(joined, kept=False)
-        else:
-            joined = target.join(self.src, self.on, "right_outer")
-            written = self._write(joined, kept=False)
+        written = self._write_new(pairs, needed)
         counts = written.counts
         acted = sum(counts.get(label, 0) for label in [*self.updates, *self.deletes])
         if acted != deleted.num_rows:  # the two jobs saw different rows
@@ -266,6 +249,67 @@ class _Merge:
             raise
         return Result(version, metrics)
 
+    def _acted_rows(self, needed: list[str]) -> tuple[pa.Table, int | None]:
+        """Job 1: the target rows the clauses can act on, brought to the driver as Arrow
+        (position, clause, whether a source row matched, the ``needed`` columns), and the
+        number of source rows.
+
+        The target's candidate rows are joined with the source (broadcast when small, after
+        a filter to the candidates' key range). With NOT MATCHED BY SOURCE clauses every
+        target row is a candidate (a left outer join), and the unmatched rows such a clause
+        acts on come back too. A target row matched twice fails here, before anything is
+        written.
+        """
+        candidates, n_source = self._candidates()
+        files = None if self.by_source else candidates
+        target = _target(self.spark, self.snapshot, files, row_index=True).alias(self.alias)
+        source = self.src
+        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
+        in_range = pruning.source_key_filter(self.snapshot, files, keys) if files else None
+        if in_range is not None:  # only these source rows can match the candidate files
+            source = source.where(in_range)
+        if n_source is not None and n_source <= BROADCAST_ROWS:
+            source = F.broadcast(source)  # the target's rows then stay where they are read
+        joined = target.join(source, self.on, "left_outer" if self.by_source else "inner")
+        rows = joined.withColumn(ACTION_COL, self._action())
+        matched = F.col(SRC_COL).isNotNull()
+        if self.by_source:
+            by_source = self._labels(("b",), "update") + self._labels(("b",), "delete")
+            rows = rows.where(matched | self._is_any(by_source))
+        pairs = rows.select(
+            FILE_COL,
+            ROW_INDEX_COL,
+            ACTION_COL,
+            matched.alias(MATCHED_COL),
+            *[F.col(f"{self.alias}.`{c}`").alias(c) for c in needed],
+        ).toArrow()
+        if vector_commit.has_duplicates(pairs.select([FILE_COL, ROW_INDEX_COL])):
+            raise DeltaError(MULTIPLE_MATCH)
+        return pairs, n_source
+
+    def _write_new(self, pairs: pa.Table, needed: list[str]) -> _Written:
+        """Job 2: write the updated and inserted rows. The source is joined with the matched
+        target rows of ``pairs`` (broadcast, when few) instead of with the target; the rows
+        a NOT MATCHED BY SOURCE clause updates come from ``pairs`` alone."""
+        is_matched = pairs[MATCHED_COL].combine_chunks()
+        matched = pairs.filter(is_matched)
+        by_source = pairs.filter(pc.invert(is_matched))
+        schema = self._matched_schema(needed)
+        root, columns = self.snapshot.root, [ROW_INDEX_COL, *needed]
+        with contextlib.ExitStack() as stack:
+            rows = stack.enter_context(_staged(self.spark, root, matched.select(columns), schema))
+            rows = rows.alias(self.alias)
+            if matched.num_rows <= BROADCAST_ROWS:
+                rows = F.broadcast(rows)
+            branches = [rows.join(self.src, self.on, "right_outer")]
+            if by_source.num_rows:
+                alone = stack.enter_context(
+                    _staged(self.spark, root, by_source.select(columns), schema)
+                )
+                no_source = self.src.where(F.lit(False))  # source columns read as nulls
+                branches.append(alone.alias(self.alias).join(no_source, self.on, "left_outer"))
+            return self._write(branches, kept=False)
+
     def _matched_schema(self, needed: list[str]) -> StructType:
         """The matched target rows as the second job reads them: their position and the
         target columns the clauses read."""
@@ -273,12 +317,14 @@ class _Merge:
         return StructType([StructField(ROW_INDEX_COL, LongType()), *[by_name[c] for c in needed]])
 
     def _target_columns_read(self) -> list[str]:
-        """Target columns the condition and matched clauses read, or keep as they are (an
-        update that assigns only some columns); all of them when that cannot be told."""
+        """Target columns the condition and the clauses acting on target rows read, or keep
+        as they are (an update that assigns only some columns); all of them when that
+        cannot be told."""
         by_lower = {f.name.lower(): f.name for f in self.schema}
         needed: set[str] = set()
-        exprs = [self.condition, *[c.condition for c in self.matched if c.condition is not None]]
-        for c in self.matched:
+        acting = [*self.matched, *self.by_source]
+        exprs = [self.condition, *[c.condition for c in acting if c.condition is not None]]
+        for c in acting:
             if c.action != "update":
                 continue
             if c.assignments is None:  # updateAll: columns the source lacks keep their value
@@ -322,41 +368,48 @@ class _Merge:
 
     # -- the merged rows ---------------------------------------------------------------------
 
-    def _write(self, joined: DataFrame, with_target: bool = True, kept: bool = True) -> _Written:
+    def _write(
+        self, joined: DataFrame | list[DataFrame], with_target: bool = True, kept: bool = True
+    ) -> _Written:
         """Write the merged rows of ``joined`` (the target's rows joined with the source's, or
-        only the source's when ``with_target`` is False; ``kept``: also the target rows no
-        clause changes, which a rewritten file must keep)."""
-        labelled = joined.withColumn(ACTION_COL, self._action())
-        self.labelled, self.with_target = labelled, with_target  # for the change data feed
+        only the source's when ``with_target`` is False; several such frames are written as
+        one; ``kept``: also the target rows no clause changes, which a rewritten file must
+        keep)."""
+        frames = joined if isinstance(joined, list) else [joined]
         t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
-        observation = Observation(f"hw_merge_{uuid.uuid4().hex}")
-        observed = labelled.observe(
-            observation,
-            *[F.count_if(self._is(lab)).alias(lab) for lab in self._all()],
-            F.count_if(t_here & s_here).alias("__pairs"),
-            F.count_if(t_here & ~s_here).alias("__unmatched"),
-            F.collect_set(F.when(t_here & s_here, F.col(FILE_COL))).alias("__files")
-            if kept
-            else F.array().alias("__files"),
-        )
         dropped = ["skip", *self.deletes] + ([] if kept else ["keep"])
-        result = observed.select(*self._columns(with_target, kept), F.col(ACTION_COL)).where(
-            ~self._is_any(dropped)
-        )
+        columns = self._columns(with_target, kept)
+        observations, results = [], []
+        for frame in frames:
+            labelled = frame.withColumn(ACTION_COL, self._action())
+            observation = Observation(f"hw_merge_{uuid.uuid4().hex}")
+            observed = labelled.observe(
+                observation,
+                *[F.count_if(self._is(lab)).alias(lab) for lab in self._all()],
+                F.count_if(t_here & s_here).alias("__pairs"),
+                F.count_if(t_here & ~s_here).alias("__unmatched"),
+                F.collect_set(F.when(t_here & s_here, F.col(FILE_COL))).alias("__files")
+                if kept
+                else F.array().alias("__files"),
+            )
+            kept_rows = observed.select(*columns, F.col(ACTION_COL)).where(~self._is_any(dropped))
+            results.append(kept_rows.drop(ACTION_COL))
+            observations.append(observation)
+        self.labelled, self.with_target = labelled, with_target  # for the change data feed
+        result = results[0]
+        for more in results[1:]:
+            result = result.unionByName(more)
         adds, rows, _ = write_files(
-            result.drop(ACTION_COL),
-            self.snapshot.root,
-            self.snapshot.partition_columns,
-            self.out_schema,
+            result, self.snapshot.root, self.snapshot.partition_columns, self.out_schema
         )
-        got = observation.get
+        seen = [o.get for o in observations]
         return _Written(
             adds,
             rows,
-            {k: int(got.get(k) or 0) for k in self._all()},
-            set(got.get("__files") or []),
-            int(got.get("__pairs") or 0),
-            int(got.get("__unmatched") or 0),
+            {k: sum(int(got.get(k) or 0) for got in seen) for k in self._all()},
+            {f for got in seen for f in got.get("__files") or []},
+            sum(int(got.get("__pairs") or 0) for got in seen),
+            sum(int(got.get("__unmatched") or 0) for got in seen),
         )
 
     def _is(self, label: str) -> Column:
