@@ -39,6 +39,10 @@ class CorruptLogError(DeltaError):
     """The transaction log is unreadable or refers to files that are missing."""
 
 
+class ConstraintViolationError(DeltaError):
+    """A row to be written breaks a CHECK constraint of the table; nothing was committed."""
+
+
 class StreamingSourceChangedError(DeltaError):
     """A streaming read met a commit that changed existing rows."""
 

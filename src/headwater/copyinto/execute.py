@@ -158,7 +158,10 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
     if out is not None:
         if tgt.snapshot is None:
             tgt.log.claim()  # a crash before the first commit must not orphan the location
-        adds, nrows, nbytes = _run(lambda: write_files(out, tgt.root, parts, schema))
+        checks = tgt.snapshot.check_constraints if tgt.snapshot is not None else None
+        adds, nrows, nbytes = _run(
+            lambda: write_files(out, tgt.root, parts, schema, constraints=checks)
+        )
     corrupt = set(acc.value) | rs.corrupt
     loaded = [f for f in plan.files if f.path not in corrupt]
     ours = {f.path for f in plan.files}

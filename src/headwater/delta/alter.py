@@ -1,17 +1,20 @@
-"""ALTER TABLE on Delta tables: add columns, set table properties.
+"""ALTER TABLE on Delta tables: add columns, set table properties, add and drop CHECK
+constraints.
 
-Both are metadata-only commits, which delta-rs makes (``DeltaTable.alter``); no data file
+All are metadata-only commits, which delta-rs makes (``DeltaTable.alter``); no data file
 is touched. Callers holding a name in the catalog mirror the new schema into Spark's
 catalog afterwards (:meth:`headwater.catalog.Catalog.register_in_spark`).
 """
 
 from __future__ import annotations
 
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from headwater.delta import schema as schemas
 from headwater.delta.log import DeltaLog
-from headwater.errors import SchemaMismatchError
+from headwater.errors import ConstraintViolationError, SchemaMismatchError
 
 
 def add_columns(path: str, fields: list[StructField]) -> None:
@@ -57,3 +60,42 @@ def set_description(path: str, description: str) -> None:
     snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable()
     snapshot.table.alter.set_table_description(description)
+
+
+def add_constraint(spark: SparkSession, path: str, name: str, expression: str) -> None:
+    """``ADD CONSTRAINT name CHECK (expression)``: every current row must satisfy it, under
+    Spark SQL's semantics (Spark checks them, not delta-rs); later writes are held to it."""
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    snapshot.check_writable()
+    name = name.lower()  # as delta-spark stores it
+    if name in {k.lower() for k in snapshot.check_constraints}:
+        raise SchemaMismatchError(
+            f"Constraint '{name}' already exists on {dlog.root}. Drop it first to change it."
+        )
+    from headwater.delta.read import read_snapshot
+
+    rows = read_snapshot(spark, snapshot)
+    bad = rows.where(~F.coalesce(F.expr(expression), F.lit(False))).count()
+    if bad:
+        raise ConstraintViolationError(
+            f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {bad} rows in {dlog.root} violate the new "
+            f"CHECK constraint ({expression}); it was not added. Fix or delete those rows first."
+        )
+    snapshot.table.alter.add_constraint({name: expression})
+
+
+def drop_constraint(path: str, name: str, if_exists: bool = False) -> None:
+    """``DROP CONSTRAINT [IF EXISTS] name``."""
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    snapshot.check_writable()
+    known = {k.lower(): k for k in snapshot.check_constraints}
+    if name.lower() not in known:
+        if if_exists:
+            return
+        raise SchemaMismatchError(
+            f"Cannot drop nonexistent constraint '{name}' from {dlog.root}. Use DROP "
+            "CONSTRAINT IF EXISTS to ignore it."
+        )
+    snapshot.table.alter.drop_constraint(known[name.lower()])

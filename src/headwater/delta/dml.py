@@ -267,7 +267,13 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
         .where(~F.coalesce(cond, F.lit(False)))
         .drop(FILE_COL)
     )
-    adds, written, _ = write_files(kept, snapshot.root, snapshot.partition_columns, snapshot.schema)
+    adds, written, _ = write_files(
+        kept,
+        snapshot.root,
+        snapshot.partition_columns,
+        snapshot.schema,
+        constraints=snapshot.check_constraints,
+    )
     removes = _removes(snapshot, touched)
     metrics = {
         "numDeletedRows": _file_rows(snapshot, removes) - written,
@@ -353,7 +359,11 @@ def update(
         F.col(ACTION_COL),
     )
     adds, written, _ = write_files(
-        out.drop(ACTION_COL), snapshot.root, snapshot.partition_columns, schema
+        out.drop(ACTION_COL),
+        snapshot.root,
+        snapshot.partition_columns,
+        schema,
+        constraints=snapshot.check_constraints,
     )
     removes = _removes(snapshot, touched)
     metrics = {
@@ -403,7 +413,13 @@ def _update_with_vectors(
             for f in schema
         ]
     )
-    adds, written, _ = write_files(out, snapshot.root, snapshot.partition_columns, schema)
+    adds, written, _ = write_files(
+        out,
+        snapshot.root,
+        snapshot.partition_columns,
+        schema,
+        constraints=snapshot.check_constraints,
+    )
     if written != deleted.num_rows:  # a non-deterministic condition picked other rows
         discard_files(snapshot.root, adds)
         raise DeltaError(

@@ -82,6 +82,12 @@ class Snapshot:
     def configuration(self) -> dict[str, str]:
         return dict(self.table.metadata().configuration)
 
+    @property
+    def check_constraints(self) -> dict[str, str]:
+        """The table's CHECK constraints: name -> SQL expression every row must satisfy."""
+        prefix = "delta.constraints."
+        return {k[len(prefix) :]: v for k, v in self.configuration.items() if k.startswith(prefix)}
+
     @cached_property
     def physical_schema(self) -> StructType | None:
         """The schema under the names the data files use; None without column mapping."""

@@ -400,7 +400,11 @@ class _Merge:
         for more in results[1:]:
             result = result.unionByName(more)
         adds, rows, _ = write_files(
-            result, self.snapshot.root, self.snapshot.partition_columns, self.out_schema
+            result,
+            self.snapshot.root,
+            self.snapshot.partition_columns,
+            self.out_schema,
+            constraints=self.snapshot.check_constraints,
         )
         seen = [o.get for o in observations]
         return _Written(

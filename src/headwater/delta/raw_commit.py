@@ -123,6 +123,7 @@ def _add_json(a: AddAction) -> dict:
 HONOURED_WRITER_FEATURES = {
     "appendOnly",
     "changeDataFeed",
+    "checkConstraints",  # enforced on the rows written (write.write_files)
     "columnMapping",  # files are written under physical names (write.write_files)
     "deletionVectors",
     "domainMetadata",

@@ -26,6 +26,7 @@ from headwater import storage
 from headwater.delta import mapping
 from headwater.delta import schema as schemas
 from headwater.delta.commit import CommitRequest, CommitResult, commit
+from headwater.delta.constraints import checked, raise_if_violated
 from headwater.delta.log import DeltaLog, Snapshot
 from headwater.delta.options import WriteOptions
 from headwater.delta.partitions import parse_partition_dir
@@ -115,7 +116,8 @@ def write_dataframe(
     part_cols = _resolve_names(target, table_partitions)
     if snapshot is None:
         dlog.claim()
-    adds, nrows, nbytes = write_files(out, dlog.root, part_cols, target, opts)
+    checks = snapshot.check_constraints if snapshot is not None else None
+    adds, nrows, nbytes = write_files(out, dlog.root, part_cols, target, opts, constraints=checks)
 
     if replace_removes is not None:
         request_mode = "replace"
@@ -230,12 +232,15 @@ def write_files(
     schema: StructType,
     opts: WriteOptions | None = None,
     data_change: bool = True,
+    constraints: Mapping[str, str] | None = None,
 ):
     """Write ``out`` as new Parquet files of the table at ``root``: (adds, rows, bytes).
 
     Nothing is committed; the caller commits these add actions (and any removes) at once.
+    ``constraints`` (the table's CHECK constraints) are enforced on every row written.
     """
     opts = opts or WriteOptions()
+    out = checked(out, constraints or {})
     if mapping.is_mapped(schema):
         out, schema, partition_by = _to_physical(out, schema, partition_by)
     staging = storage.join(root, STAGING_DIR, uuid.uuid4().hex)
@@ -250,7 +255,12 @@ def write_files(
         writer = writer.option("maxRecordsPerFile", str(opts.max_records_per_file))
     if partition_by:
         writer = writer.partitionBy(*partition_by)
-    writer.parquet(staging)
+    try:
+        writer.parquet(staging)
+    except Exception as e:
+        storage.delete_dir(staging)
+        raise_if_violated(e, root)
+        raise
     try:
         staged = [
             f

@@ -290,7 +290,10 @@ def alter(ctx: Context) -> DataFrame | object:
     table = resolve_at(ctx.spark, ref, "ALTER TABLE", ctx.stmt, ref_tok.start)
     tree = parse(ctx.stmt)
     actions = tree.args.get("actions") if isinstance(tree, exp.Alter) else None
-    supported = "supported on Delta tables: ADD COLUMN(S), SET TBLPROPERTIES"
+    supported = (
+        "supported on Delta tables: ADD COLUMN(S), SET TBLPROPERTIES, ADD CONSTRAINT ... "
+        "CHECK, DROP CONSTRAINT"
+    )
     if not actions:
         raise ctx.stmt.error(f"This ALTER TABLE is not supported yet ({supported}).")
     for action in actions:
@@ -302,9 +305,26 @@ def alter(ctx: Context) -> DataFrame | object:
         elif isinstance(action, exp.AlterSet) and action.expressions:
             props = _Spec(ctx, ref, list(action.expressions[0].expressions)).properties
             delta_alter.set_properties(table.path, props)
+        elif isinstance(action, exp.AddConstraint) and _check(action) is not None:
+            name, expression = _check(action)
+            delta_alter.add_constraint(ctx.spark, table.path, name, expression)
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "CONSTRAINT":
+            for t in action.args.get("tables") or []:
+                delta_alter.drop_constraint(table.path, t.name, bool(action.args.get("exists")))
         else:
             raise ctx.stmt.error(f"ALTER TABLE {action.sql(DIALECT)} is not {supported}.")
     return ctx.empty()
+
+
+def _check(action: exp.AddConstraint) -> tuple[str, str] | None:
+    """(name, Spark SQL of the condition) of ``ADD CONSTRAINT name CHECK (condition)``."""
+    constraint = action.expressions[0] if action.expressions else None
+    if not isinstance(constraint, exp.Constraint) or len(constraint.expressions) != 1:
+        return None
+    check = constraint.expressions[0]
+    if not isinstance(check, exp.CheckColumnConstraint):
+        return None
+    return constraint.name, check.this.sql(DIALECT)
 
 
 def drop(ctx: Context) -> DataFrame | object:

@@ -1,0 +1,58 @@
+"""CHECK constraints, enforced on every row a write adds, as delta-spark does.
+
+A table's constraints live in its configuration (``delta.constraints.<name> = <expr>``).
+A row for which a constraint is false or null fails the write; the error names the
+constraint and the row's values in the columns it reads, and nothing is committed.
+The test runs inside the write itself (no extra pass over the data): it guards the value
+of one output column, so it sees exactly the rows being written, after every filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from headwater.delta.pruning import referenced_columns
+from headwater.errors import ConstraintViolationError
+
+_MARK = "[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES]"
+
+
+def checked(df: DataFrame, constraints: Mapping[str, str]) -> DataFrame:
+    """``df`` whose rows fail the query, as they are produced, when one breaks a
+    constraint."""
+    if not constraints or not df.columns:
+        return df
+    by_lower = {c.lower(): c for c in df.columns}
+    test = None
+    for name, expr in constraints.items():
+        holds = F.coalesce(F.expr(expr), F.lit(False))
+        read = [by_lower[c] for c in sorted(referenced_columns(expr) or ()) if c in by_lower]
+        values = []
+        for column in read:
+            value = F.coalesce(F.col(f"`{column}`").cast("string"), F.lit("null"))
+            values += [F.lit(f"\n - {column} : "), value]
+        message = F.concat(
+            F.lit(f"{_MARK} CHECK constraint {name} ({expr}) violated by row with values:"),
+            *values,
+        )
+        part = F.when(holds, F.lit(True)).otherwise(F.raise_error(message))
+        test = part if test is None else test & part
+    first = df.columns[0]
+    guarded = F.when(test, F.col(f"`{first}`")).otherwise(F.lit(None)).alias(first)
+    return df.select(guarded, *[F.col(f"`{c}`") for c in df.columns[1:]])
+
+
+def raise_if_violated(error: Exception, root: str) -> None:
+    """Re-raise a failed write that :func:`checked` stopped as a named error."""
+    text = str(error)
+    at = text.find(_MARK)
+    if at < 0:
+        return
+    message = text[at + len(_MARK) :].split("SQLSTATE:", 1)[0].strip()
+    raise ConstraintViolationError(
+        f"{message}\nNothing was written to {root}. Fix or filter the rows, or drop the "
+        "constraint (ALTER TABLE ... DROP CONSTRAINT)."
+    ) from None
