@@ -106,3 +106,24 @@ def test_a_constraint_on_a_deletion_vector_table_holds_for_vector_merges(spark, 
             .whenMatchedUpdateAll().execute()
         )  # fmt: skip
     assert _version(path) == before and not list((tmp_path / "dv").glob("deletion_vector_*"))
+
+
+def test_a_not_null_column_another_engine_declared_takes_no_null(spark, tmp_path):
+    import deltalake
+    import pyarrow as pa
+
+    path = str(tmp_path / "rs")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    deltalake.write_deltalake(path, pa.table({"id": [1], "v": ["a"]}, schema=schema))
+    nulls = spark.createDataFrame([(2, "b"), (None, "c")], "id long, v string")
+    with pytest.raises(
+        ConstraintViolationError, match="NOT NULL constraint violated for column: id"
+    ):
+        nulls.write.format("delta").mode("append").save(path)
+    with pytest.raises(ConstraintViolationError, match="NOT NULL .* id"):
+        DeltaTable.forPath(spark, path).update("id = 1", {"id": "null"})
+    assert _version(path) == 0
+    spark.createDataFrame([(2, None)], "id long, v string").write.format("delta").mode(
+        "append"
+    ).save(path)  # v is nullable
+    assert _ids(spark, path) == [1, 2]

@@ -1,15 +1,18 @@
-"""CHECK constraints, enforced on every row a write adds, as delta-spark does.
+"""CHECK and NOT NULL constraints, enforced on every row a write adds, as delta-spark does.
 
-A table's constraints live in its configuration (``delta.constraints.<name> = <expr>``).
-A row for which a constraint is false or null fails the write; the error names the
-constraint and the row's values in the columns it reads, and nothing is committed.
+A table's CHECK constraints live in its configuration (``delta.constraints.<name> =
+<expr>``); NOT NULL is a column the schema marks non-nullable. A row for which a CHECK
+constraint is false or null, or with a null in a NOT NULL column, fails the write; the
+error names the constraint and the row's values in the columns it reads, and nothing is
+committed.
+
 The test runs inside the write itself (no extra pass over the data): it guards the value
 of one output column, so it sees exactly the rows being written, after every filter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -17,16 +20,24 @@ from pyspark.sql import functions as F
 from headwater.delta.pruning import referenced_columns
 from headwater.errors import ConstraintViolationError
 
-_MARK = "[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES]"
+_MARK = "[DELTA_CONSTRAINT_VIOLATED]"
 
 
-def checked(df: DataFrame, constraints: Mapping[str, str]) -> DataFrame:
-    """``df`` whose rows fail the query, as they are produced, when one breaks a
-    constraint."""
-    if not constraints or not df.columns:
+def checked(
+    df: DataFrame, constraints: Mapping[str, str], required: Sequence[str] = ()
+) -> DataFrame:
+    """``df`` whose rows fail the query, as they are produced, when one breaks a CHECK
+    constraint or has a null in a ``required`` (NOT NULL) column."""
+    if not (constraints or required) or not df.columns:
         return df
     by_lower = {c.lower(): c for c in df.columns}
     test = None
+    for column in required:
+        message = f"{_MARK} NOT NULL constraint violated for column: {column}."
+        part = F.when(F.col(f"`{column}`").isNotNull(), F.lit(True)).otherwise(
+            F.raise_error(F.lit(message))
+        )
+        test = part if test is None else test & part
     for name, expr in constraints.items():
         holds = F.coalesce(F.expr(expr), F.lit(False))
         read = [by_lower[c] for c in sorted(referenced_columns(expr) or ()) if c in by_lower]
@@ -52,7 +63,9 @@ def raise_if_violated(error: Exception, root: str) -> None:
     if at < 0:
         return
     message = text[at + len(_MARK) :].split("SQLSTATE:", 1)[0].strip()
-    raise ConstraintViolationError(
-        f"{message}\nNothing was written to {root}. Fix or filter the rows, or drop the "
-        "constraint (ALTER TABLE ... DROP CONSTRAINT)."
-    ) from None
+    remedy = (
+        "Fill in or filter out the nulls."
+        if message.startswith("NOT NULL")
+        else "Fix or filter the rows, or drop the constraint (ALTER TABLE ... DROP CONSTRAINT)."
+    )
+    raise ConstraintViolationError(f"{message}\nNothing was written to {root}. {remedy}") from None

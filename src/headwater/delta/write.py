@@ -237,10 +237,12 @@ def write_files(
     """Write ``out`` as new Parquet files of the table at ``root``: (adds, rows, bytes).
 
     Nothing is committed; the caller commits these add actions (and any removes) at once.
-    ``constraints`` (the table's CHECK constraints) are enforced on every row written.
+    ``constraints`` (the table's CHECK constraints) and the NOT NULL columns of ``schema``
+    are enforced on every row written.
     """
     opts = opts or WriteOptions()
-    out = checked(out, constraints or {})
+    required = [f.name for f in schema if not f.nullable and f.name in out.columns]
+    out = checked(out, constraints or {}, required)
     if mapping.is_mapped(schema):
         out, schema, partition_by = _to_physical(out, schema, partition_by)
     staging = storage.join(root, STAGING_DIR, uuid.uuid4().hex)
