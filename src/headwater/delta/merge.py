@@ -15,8 +15,9 @@ file turns out untouched, the written files are discarded and the touched files 
 rewritten, so the commit is the same either way.
 
 On a table with deletion vectors enabled (:mod:`vector_commit`), no file is rewritten: the
-matched rows' positions are collected first, then only updated and inserted rows are
-written, and the touched files are re-added with deletion vectors.
+positions of the target rows the clauses act on are collected first (with NOT MATCHED BY
+SOURCE clauses, from every target row), then only updated and inserted rows are written,
+and the touched files are re-added with deletion vectors.
 """
 
 from __future__ import annotations
