@@ -32,8 +32,21 @@ def _ids(spark, path):
     return sorted(r.id for r in spark.read.format("delta").load(path).collect())
 
 
-def test_add_constraint_is_recorded_where_other_engines_read_it(orders):
-    assert RsTable(orders).metadata().configuration["delta.constraints.qty_pos"] == "qty > 0"
+def test_add_constraint_is_recorded_where_other_engines_read_it(spark, orders):
+    table = RsTable(orders)
+    assert table.metadata().configuration["delta.constraints.qty_pos"] == "qty > 0"
+    assert table.protocol().min_writer_version == 3  # writers must enforce it
+    assert table.history(1)[0]["operation"] == "ADD CONSTRAINT"
+    # Spark SQL that delta-rs's own add_constraint cannot print back is fine here.
+    headwater.sql(
+        spark, f"ALTER TABLE delta.`{orders}` ADD CONSTRAINT short CHECK (length(note) < 3)"
+    )
+    with pytest.raises(
+        ConstraintViolationError, match=r"(?s)short \(LENGTH\(note\) < 3\).*note : long"
+    ):
+        spark.createDataFrame([(9, 1, "long")], "id long, qty int, note string").write.format(
+            "delta"
+        ).mode("append").save(orders)
 
 
 def test_an_append_breaking_a_constraint_fails_naming_it_and_the_values(spark, orders):

@@ -12,8 +12,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
+from headwater.delta import raw_commit, table_features
 from headwater.delta import schema as schemas
 from headwater.delta.log import DeltaLog
+from headwater.delta.read import read_snapshot
 from headwater.errors import ConstraintViolationError, SchemaMismatchError
 
 
@@ -45,8 +47,6 @@ def set_properties(path: str, properties: dict[str, str]) -> None:
     snapshot.check_writable()
     vectors = str(properties.get("delta.enableDeletionVectors", "")).lower() == "true"
     if vectors and "deletionVectors" not in (snapshot.table.protocol().writer_features or []):
-        from headwater.delta import raw_commit, table_features
-
         raw_commit.check_writer_features(snapshot, removes=False)
         table_features.enable_deletion_vectors(
             dlog, snapshot, {k: str(v) for k, v in properties.items()}
@@ -73,8 +73,6 @@ def add_constraint(spark: SparkSession, path: str, name: str, expression: str) -
         raise SchemaMismatchError(
             f"Constraint '{name}' already exists on {dlog.root}. Drop it first to change it."
         )
-    from headwater.delta.read import read_snapshot
-
     rows = read_snapshot(spark, snapshot)
     bad = rows.where(~F.coalesce(F.expr(expression), F.lit(False))).count()
     if bad:
@@ -82,7 +80,7 @@ def add_constraint(spark: SparkSession, path: str, name: str, expression: str) -
             f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {bad} rows in {dlog.root} violate the new "
             f"CHECK constraint ({expression}); it was not added. Fix or delete those rows first."
         )
-    snapshot.table.alter.add_constraint({name: expression})
+    table_features.add_check_constraint(dlog, snapshot, name, expression)
 
 
 def drop_constraint(path: str, name: str, if_exists: bool = False) -> None:

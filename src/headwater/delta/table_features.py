@@ -97,6 +97,36 @@ def enable_deletion_vectors(dlog: DeltaLog, snapshot: Snapshot, properties: dict
     return _write_version(dlog, snapshot.version + 1, lines, "Enabling deletion vectors on")
 
 
+def add_check_constraint(dlog: DeltaLog, snapshot: Snapshot, name: str, expression: str) -> int:
+    """``ADD CONSTRAINT name CHECK (expression)``: one commit with the constraint in the
+    configuration and a protocol that makes writers enforce it (writer version 3, or the
+    ``checkConstraints`` feature). delta-rs's own ``add_constraint`` re-prints the
+    expression through DataFusion and refuses Spark SQL it cannot print (``length(x)``)."""
+    protocol = snapshot.table.protocol()
+    new: dict = {"minReaderVersion": protocol.min_reader_version}
+    if protocol.writer_features is None:
+        new["minWriterVersion"] = max(3, protocol.min_writer_version)
+    else:
+        new["minWriterVersion"] = 7
+        if protocol.reader_features is not None:
+            new["readerFeatures"] = sorted(protocol.reader_features)
+        new["writerFeatures"] = sorted({*protocol.writer_features, "checkConstraints"})
+    meta = _metadata(snapshot, snapshot.schema)
+    meta["configuration"] = {**meta["configuration"], f"delta.constraints.{name}": expression}
+    meta["schemaString"] = snapshot.table.schema().to_json()  # as logged (mapping metadata)
+    info = {
+        "timestamp": int(time.time() * 1000),
+        "operation": "ADD CONSTRAINT",
+        "operationParameters": {"name": name, "expr": expression},
+        "readVersion": snapshot.version,
+        "isolationLevel": "Serializable",
+        "isBlindAppend": False,
+        "engineInfo": "headwater",
+    }
+    lines = [{"commitInfo": info}, {"protocol": new}, {"metaData": meta}]
+    return _write_version(dlog, snapshot.version + 1, lines, "Adding a constraint to")
+
+
 def _feature_lines(operation: str, info: dict, readers: set[str], writers: set[str]) -> list[dict]:
     """The commitInfo and protocol actions of a commit that sets the table's features."""
     return [
