@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
+from headwater import originals
 from headwater.errors import OptionError
 
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
@@ -61,7 +62,7 @@ def _patch(cls: type, attr: str, make: Callable[[Callable[..., Any]], Callable[.
     key = f"{cls.__name__}.{attr}"
     if key in _ORIGINALS:
         return
-    orig = getattr(cls, attr, None)
+    orig = originals.keep(cls, attr)
     _ORIGINALS[key] = orig
     wrapper = make(orig)
     wrapper.__doc__ = getattr(orig, "__doc__", None)
@@ -228,7 +229,7 @@ def _writer_save(orig):
         state = _state(self)
         if not _is_delta(state, format):
             return orig(self, path, format, mode, partitionBy, **options)
-        from headwater.delta.write import write_dataframe
+        from headwater.delta import WriteSpec, write
 
         opts = {**state["options"], **{k: _to_str(v) for k, v in options.items()}}
         path = path or opts.pop("path", None)
@@ -236,7 +237,7 @@ def _writer_save(orig):
         if not path:
             raise OptionError("Writing format('delta') needs a path: .save('/path/to/table').")
         parts = _partitions(partitionBy, state)
-        write_dataframe(self._df, path, mode or state["mode"], opts, parts)
+        write(self._df, path, WriteSpec.from_options(opts, mode or state["mode"], parts))
 
     return save
 
@@ -247,7 +248,7 @@ def _writer_save_as_table(orig):
         if not _is_delta(state, format, default_delta=True):
             return orig(self, name, format, mode, partitionBy, **options)
         from headwater.catalog.names import delta_path
-        from headwater.delta.write import write_dataframe
+        from headwater.delta import WriteSpec, write
         from headwater.errors import TableAlreadyExistsError
 
         opts = {**state["options"], **{k: _to_str(v) for k, v in options.items()}}
@@ -256,7 +257,7 @@ def _writer_save_as_table(orig):
         save_mode = (mode or state["mode"] or "errorifexists").lower()
         by_path = delta_path(name)
         if by_path is not None:
-            write_dataframe(self._df, by_path, save_mode, opts, parts)
+            write(self._df, by_path, WriteSpec.from_options(opts, save_mode, parts))
             return None
         catalog = _catalog(self._df.sparkSession)
         existing = catalog.get(name)
@@ -270,7 +271,7 @@ def _writer_save_as_table(orig):
                 return None
         entry = catalog.entry_for_write(name, location)
         write_mode = save_mode if save_mode in ("append", "overwrite") else "append"
-        result = write_dataframe(self._df, entry.location, write_mode, opts, parts)
+        result = write(self._df, entry.location, WriteSpec.from_options(opts, write_mode, parts))
         if existing is None or result.schema_changed:
             catalog.register_in_spark(entry)
         return None
@@ -317,8 +318,8 @@ def _stream_reader_load(orig):
     return load
 
 
-def _start_delta(writer, path: str, output_mode, partition_by, query_name, options, on_commit=None):
-    from headwater.delta.sink import DeltaStreamSink
+def _start_delta(writer, path: str, mode, partition_by, query_name, options, on_commit=None):
+    from headwater.delta.sink import DeltaStreamSink, output_mode, sink_spec
 
     state = _state(writer)
     opts = {**state["options"], **{k: _to_str(v) for k, v in options.items()}}
@@ -331,13 +332,12 @@ def _start_delta(writer, path: str, output_mode, partition_by, query_name, optio
     sink = DeltaStreamSink(
         path,
         checkpoint,
-        output_mode or state["output_mode"] or "append",
-        opts,
-        _partitions(partition_by, state),
+        output_mode(mode or state["output_mode"]),
+        sink_spec(opts, _partitions(partition_by, state)),
         on_commit,
     )
-    if output_mode:
-        original("DataStreamWriter.outputMode")(writer, output_mode)
+    if mode:
+        original("DataStreamWriter.outputMode")(writer, mode)
     if checkpoint:
         original("DataStreamWriter.option")(writer, "checkpointLocation", checkpoint)
     writer.foreachBatch(sink)

@@ -1,51 +1,155 @@
-"""Errors users see. Each names the table, option, column or file at fault and what to do."""
+"""Errors users see. Each names the table, option, column or file at fault and what to do.
+
+One tree: every error headwater raises on purpose is a :class:`HeadwaterError` with an
+``error_class`` (``TABLE_OR_VIEW_NOT_FOUND``, ``DELTA_CONCURRENT_APPEND``, ...), as Spark's
+own errors carry one, so code can branch on the class rather than on message text. A
+message that starts with ``[SOME_CLASS]`` takes that class. The conflict errors keep
+delta-spark's class names (``ConcurrentAppendException``, ...), which code written for
+delta-spark catches; :mod:`headwater.delta.exceptions` exports them under its module name.
+"""
 
 from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+_LEADING_CLASS = re.compile(r"^\[([A-Z][A-Z0-9_]+)\]")
 
 
 class HeadwaterError(Exception):
     """Base class of every error headwater raises on purpose."""
 
+    default_error_class: ClassVar[str] = "HEADWATER_ERROR"
+
+    def __init__(self, message: str = "", *, error_class: str | None = None) -> None:
+        super().__init__(message)
+        leading = _LEADING_CLASS.match(message)
+        self.error_class: str = error_class or (
+            leading.group(1) if leading else self.default_error_class
+        )
+
+    def getErrorClass(self) -> str:
+        return self.error_class
+
+    def getCondition(self) -> str:
+        return self.error_class
+
 
 class DeltaError(HeadwaterError):
     """A Delta table operation could not be carried out."""
+
+    default_error_class = "DELTA_ERROR"
 
 
 class TableNotFoundError(DeltaError):
     """No Delta table at a path, or no table by that name."""
 
+    default_error_class = "TABLE_OR_VIEW_NOT_FOUND"
+
 
 class TableAlreadyExistsError(DeltaError):
     """A create or an ``errorifexists`` write found a table already there."""
+
+    default_error_class = "TABLE_OR_VIEW_ALREADY_EXISTS"
 
 
 class NotADeltaTableError(DeltaError):
     """A path holds files but no Delta transaction log."""
 
+    default_error_class = "DELTA_MISSING_DELTA_TABLE"
+
 
 class SchemaMismatchError(DeltaError):
     """Written data does not fit the table schema (and no option allows the change)."""
 
-
-class ConcurrentModificationError(DeltaError):
-    """A concurrent commit conflicts with this one; the write can be retried."""
+    default_error_class = "DELTA_SCHEMA_MISMATCH"
 
 
 class UnsupportedFeatureError(DeltaError):
     """The table uses a Delta protocol feature headwater cannot honour yet."""
 
+    default_error_class = "DELTA_UNSUPPORTED_FEATURE"
+
 
 class CorruptLogError(DeltaError):
     """The transaction log is unreadable or refers to files that are missing."""
+
+    default_error_class = "DELTA_CORRUPT_LOG"
 
 
 class ConstraintViolationError(DeltaError):
     """A row to be written breaks a CHECK constraint of the table; nothing was committed."""
 
+    default_error_class = "DELTA_VIOLATE_CONSTRAINT"
+
 
 class StreamingSourceChangedError(DeltaError):
     """A streaming read met a commit that changed existing rows."""
 
+    default_error_class = "DELTA_SOURCE_TABLE_IGNORE_CHANGES"
+
 
 class OptionError(HeadwaterError, ValueError):
     """An option is unknown or has an invalid value."""
+
+    default_error_class = "INVALID_OPTION"
+
+
+class UnsupportedOperationError(HeadwaterError):
+    """A PySpark entry point that cannot work on this table or session (``bucketBy`` on a
+    Delta write, a Spark Connect session): refused rather than silently done otherwise."""
+
+    default_error_class = "UNSUPPORTED_OPERATION"
+
+
+# -- concurrent commits: delta-spark's exception names -------------------------------------
+
+
+class ConcurrentModificationException(DeltaError):
+    """A concurrent commit conflicts with this one; nothing of this one was committed.
+    Running the operation again (on the new version) is safe."""
+
+    default_error_class = "DELTA_CONCURRENT_MODIFICATION"
+
+
+class ConcurrentWriteException(ConcurrentModificationException):
+    """Kept retrying, but concurrent commits kept taking the next version."""
+
+    default_error_class = "DELTA_CONCURRENT_WRITE"
+
+
+class MetadataChangedException(ConcurrentModificationException):
+    """A concurrent commit changed the table's metadata (schema, properties)."""
+
+    default_error_class = "DELTA_METADATA_CHANGED"
+
+
+class ProtocolChangedException(ConcurrentModificationException):
+    """A concurrent commit changed the table's protocol, or created the table first."""
+
+    default_error_class = "DELTA_PROTOCOL_CHANGED"
+
+
+class ConcurrentAppendException(ConcurrentModificationException):
+    """A concurrent commit added files this operation would have read."""
+
+    default_error_class = "DELTA_CONCURRENT_APPEND"
+
+
+class ConcurrentDeleteReadException(ConcurrentModificationException):
+    """A concurrent commit removed a file this operation read."""
+
+    default_error_class = "DELTA_CONCURRENT_DELETE_READ"
+
+
+class ConcurrentDeleteDeleteException(ConcurrentModificationException):
+    """A concurrent commit removed a file this operation also removes."""
+
+    default_error_class = "DELTA_CONCURRENT_DELETE_DELETE"
+
+
+class ConcurrentTransactionException(ConcurrentModificationException):
+    """A concurrent commit recorded progress of the same application (``txnAppId``, a
+    streaming query's checkpoint) this operation depends on."""
+
+    default_error_class = "DELTA_CONCURRENT_TRANSACTION"

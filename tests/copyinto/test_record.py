@@ -11,8 +11,9 @@ from headwater.copyinto.execute import _load
 from headwater.copyinto.plan import plan_files
 from headwater.copyinto.spec import parse
 from headwater.copyinto.target import resolve
-from headwater.delta.commit import CommitRequest, commit
+from headwater.delta.commit_info import Operation
 from headwater.delta.log import DeltaLog
+from headwater.delta.transaction import Transaction
 from tests.copyinto.helpers import land, rows, table, versions
 
 
@@ -51,7 +52,7 @@ def test_a_load_planned_before_a_concurrent_load_of_other_files_commits(spark, t
     assert len(rows(path)) == 9 and versions(path) == 2
 
 
-def test_commit_check_intervening_sees_every_commit_in_between(spark, tmp_path):
+def test_commit_requirements_see_every_commit_in_between(spark, tmp_path):
     src, path = tmp_path / "src", tmp_path / "t"
     land(src, 2)
     target = table(spark, path)
@@ -61,18 +62,26 @@ def test_commit_check_intervening_sees_every_commit_in_between(spark, tmp_path):
     copy_into(spark, target, str(src), "JSON", files=["f001.json"])  # version 2
     seen = []
 
-    def refuse(after, upto):
-        seen.append((after, upto))
-        raise RuntimeError("no")
+    class Refuse:
+        def check(self, winner):
+            seen.append(winner.version)
+            raise RuntimeError("no")
 
-    request = CommitRequest([], snap.schema, [], read_version=snap.version, base=snap.table)
-    request.check_intervening = refuse
+    class Accept:
+        def check(self, winner):
+            seen.append(winner.version)
+
+    refused = Transaction(dlog, snap, Operation("TEST"))
+    refused.require(Refuse())
     with pytest.raises(RuntimeError):
-        commit(dlog, request)
-    assert seen[-1] == (0, 2) and versions(path) == 2
+        refused.commit()
+    assert seen == [1] and versions(path) == 2
 
-    request.check_intervening = lambda after, upto: seen.append((after, upto))
-    assert commit(dlog, request).version == 3
+    seen.clear()
+    accepted = Transaction(dlog, snap, Operation("TEST"))
+    accepted.require(Accept())
+    assert accepted.commit() == 3
+    assert seen == [1, 2]
     theirs = record.loaded_in(str(path), range(1, 3))
     assert theirs == {str(src / "f000.json"), str(src / "f001.json")}
 

@@ -116,28 +116,26 @@ def test_two_processes_appending_at_once_lose_no_commit(spark, tmp_path):
 
 def test_append_racing_an_overwrite_is_retried_not_lost(spark, tmp_path):
     """An append whose read snapshot predates a concurrent overwrite commits after it."""
-    from headwater.delta.commit import CommitRequest, commit
+    from headwater.delta import WriteSpec, write
+    from headwater.delta.actions import AddFile
+    from headwater.delta.commit_info import Operation
     from headwater.delta.log import DeltaLog
-    from headwater.delta.write import write_dataframe
+    from headwater.delta.transaction import Transaction
 
     path = str(tmp_path / "race")
     spark.range(5).write.format("delta").save(path)
     # Prepare an append as of version 0, then let an overwrite land first.
     stale = DeltaTable(path)
-    write_dataframe(spark.range(100, 101), path, mode="overwrite")
+    stale_snapshot = DeltaLog(path).snapshot()
+    write(spark.range(100, 101), path, WriteSpec(mode="overwrite"))
     from deltalake.transaction import AddAction
 
     pq.write_table(pa.table({"id": pa.array([7], pa.int64())}), os.path.join(path, "late.parquet"))
-    add = AddAction(
-        "late.parquet",
-        os.path.getsize(os.path.join(path, "late.parquet")),
-        {},
-        0,
-        True,
-        '{"numRecords":1}',
-    )
+    size = os.path.getsize(os.path.join(path, "late.parquet"))
+    add = AddAction("late.parquet", size, {}, 0, True, '{"numRecords":1}')
     with pytest.raises(Exception, match="(?i)concurrent"):
         stale.create_write_transaction([add], "append", stale.schema())  # delta-rs alone refuses
-    result = commit(DeltaLog(path), CommitRequest([add], DeltaLog(path).snapshot().schema, []))
-    assert result.version == 2
+    txn = Transaction(DeltaLog(path), stale_snapshot, Operation.write("append"))
+    txn.add_files([AddFile("late.parquet", {}, size, 0, True, '{"numRecords":1}')])
+    assert txn.commit() == 2
     assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [7, 100]

@@ -8,8 +8,10 @@ import time
 import pyarrow as pa
 from pyspark.sql.types import LongType, StructField, StructType
 
-from headwater.delta.commit import CommitRequest, commit
+from headwater.delta.commit_info import Operation
+from headwater.delta.create import create_table
 from headwater.delta.log import DeltaLog
+from headwater.delta.transaction import Transaction
 
 SCHEMA = StructType([StructField("id", LongType())])
 
@@ -17,8 +19,10 @@ SCHEMA = StructType([StructField("id", LongType())])
 def test_a_checkpoint_is_written_every_hundred_commits_and_reads_stay_fast(spark, tmp_path):
     root = str(tmp_path / "long")
     dlog = DeltaLog(root)
-    for i in range(120):
-        commit(dlog, CommitRequest([], SCHEMA, [], metadata={"n": i}))
+    create_table(root, SCHEMA)
+    for i in range(119):
+        txn = Transaction(dlog, dlog.snapshot(), Operation("TEST", {"n": i}))
+        assert txn.commit() == i + 1
     log_dir = os.path.join(root, "_delta_log")
     checkpoints = sorted(f for f in os.listdir(log_dir) if f.endswith(".checkpoint.parquet"))
     assert [int(f.split(".")[0]) for f in checkpoints] == [99]  # every 100 commits

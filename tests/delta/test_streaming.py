@@ -240,7 +240,7 @@ def test_replayed_batch_is_not_committed_twice(spark, tmp_path):
     from headwater.delta.sink import DeltaStreamSink
 
     dst = str(tmp_path / "dst")
-    sink = DeltaStreamSink(dst, str(tmp_path / "ck"), "append", {})
+    sink = DeltaStreamSink(dst, str(tmp_path / "ck"), "append")
     batch = spark.range(4).withColumn("v", F.lit("x"))
     sink(batch, 0)
     sink(batch, 0)  # the same micro-batch run again after a crash

@@ -197,7 +197,11 @@ def test_alter_table_add_columns_and_set_properties(spark):
         "flag",
     ]  # Spark's mirror too
     assert RsTable(path).metadata().configuration["team"] == "x"
-    assert ops(path, 3) == ["SET TBLPROPERTIES", "ADD COLUMN", "ADD COLUMN"]
+    assert ops(path, 3) == [
+        "SET TBLPROPERTIES",
+        "ADD COLUMNS",
+        "ADD COLUMNS",
+    ]  # delta-spark's names
     with pytest.raises(headwater.sql.SqlError, match="already has"):
         q(spark, "ALTER TABLE sqlc.alt ADD COLUMNS (ID INT)")
     with pytest.raises(headwater.sql.SqlError, match="not supported"):

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from headwater.delta.options import as_bool, as_bytes, as_int, split_columns
 from headwater.errors import OptionError
+from headwater.options import as_bool, as_bytes, as_int, split_columns
 
 FORMATS = ("json", "csv", "parquet", "text", "avro", "orc", "binaryfile")
 PLANNED_FORMATS = ("xml",)

@@ -37,8 +37,8 @@ from headwater.autoloader import readers_binary
 from headwater.autoloader.discovery import Listed, partition_values
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.autoloader.readers import CorruptFileError
-from headwater.ddl import parse_columns
 from headwater.errors import HeadwaterError, OptionError
+from headwater.sqltypes import parse_columns
 
 SAMPLE_FILES = 1000
 SAMPLE_BYTES = 50 * 1024**3

@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.catalog.names import TableName, parse
+from headwater.catalog.names import TableName, delta_path, parse
 from headwater.catalog.registry import Registry, TableEntry
+from headwater.delta import names as delta_names
+from headwater.delta.create import create_table
 from headwater.delta.log import DeltaLog
 from headwater.delta.source import DeltaDataSource
 from headwater.errors import HeadwaterError, TableAlreadyExistsError, TableNotFoundError
+from headwater.originals import original
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,9 @@ def table_source(path: str) -> type[DeltaDataSource]:
 
 
 class Catalog:
+    """The names of one warehouse, served to one session (it is the session's
+    :class:`headwater.delta.names.TableNames`)."""
+
     def __init__(self, spark: SparkSession, warehouse: str) -> None:
         self.spark = spark
         self.registry = Registry(warehouse)
@@ -52,6 +59,7 @@ class Catalog:
     def attach(cls, spark: SparkSession, warehouse: str) -> Catalog:
         catalog = cls(spark, warehouse)
         spark._headwater_catalog = catalog  # type: ignore[attr-defined]
+        delta_names.attach(spark, catalog)
         catalog.sync()
         return catalog
 
@@ -81,6 +89,11 @@ class Catalog:
                 f"Known tables: {', '.join(str(e.name) for e in self.list_tables()) or 'none'}."
             )
         return entry
+
+    def location(self, name: str) -> str:
+        """Where the table ``name`` (or ``delta.`/path```) lives; TableNotFoundError if none."""
+        by_path = delta_path(name)
+        return by_path if by_path is not None else self.require(name).location
 
     def list_tables(self, database: str | None = None) -> list[TableEntry]:
         return [
@@ -120,13 +133,12 @@ class Catalog:
         name: str,
         schema: StructType | None = None,
         location: str | None = None,
-        partition_by: list[str] | None = None,
-        properties: dict[str, str] | None = None,
+        partition_by: Sequence[str] | None = None,
+        properties: Mapping[str, str] | None = None,
         if_not_exists: bool = False,
+        description: str | None = None,
     ) -> TableEntry:
         """Create a table (or register an existing Delta table at ``location``)."""
-        from headwater.delta.commit import CommitRequest, commit
-
         if self.get(name) is not None:
             if if_not_exists:
                 return self.require(name)
@@ -138,11 +150,33 @@ class Catalog:
                 raise HeadwaterError(
                     f"Cannot create table {entry.name}: give a schema, or a location that holds a Delta table."
                 )
-            commit(
-                dlog, CommitRequest([], schema, list(partition_by or []), configuration=properties)
-            )
+            create_table(entry.location, schema, list(partition_by or []), properties, description)
         self.register_in_spark(entry)
         return entry
+
+    def create(
+        self,
+        name: str,
+        schema: StructType,
+        location: str | None,
+        partition_by: Sequence[str],
+        properties: Mapping[str, str],
+        description: str | None,
+        if_not_exists: bool,
+    ) -> str:
+        """:class:`headwater.delta.names.TableNames`: ``DeltaTable.create(...).tableName``."""
+        by_path = delta_path(name)
+        if by_path is not None:
+            if DeltaLog(by_path).exists():
+                if if_not_exists:
+                    return by_path
+                raise TableAlreadyExistsError(f"A Delta table already exists at {by_path}.")
+            create_table(by_path, schema, partition_by, properties, description)
+            return by_path
+        entry = self.create_table(
+            name, schema, location, partition_by, properties, if_not_exists, description
+        )
+        return entry.location
 
     def drop_table(self, name: str, purge: bool | None = None, if_exists: bool = False) -> None:
         """Forget a table. Managed tables lose their data too unless ``purge=False``;
@@ -174,9 +208,7 @@ class Catalog:
     def _spark_sql(self, text: str) -> None:
         """Spark's own ``spark.sql``: these statements manage the mirror only, and must not be
         routed to headwater's SQL front (its DROP TABLE would drop the table itself)."""
-        from headwater.api_hooks import original
-
-        original("SparkSession.sql")(self.spark, text)
+        original(SparkSession, "sql")(self.spark, text)
 
     def sync(self) -> None:
         for entry in self.list_tables():

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from headwater import storage
+from headwater.catalog import Catalog
 from headwater.copyinto import record
 from headwater.copyinto.plan import (
     FilePlan,
@@ -43,9 +45,12 @@ from headwater.copyinto.read import (
 from headwater.copyinto.spec import CopySpec, parse
 from headwater.copyinto.target import Target, resolve
 from headwater.copyinto.transform import shape
-from headwater.delta.commit import CommitRequest, commit
-from headwater.delta.write import write_files
-from headwater.errors import ConcurrentModificationError
+from headwater.delta import schema as schemas
+from headwater.delta.commit_info import Operation
+from headwater.delta.create import new_metadata
+from headwater.delta.data_files import discard_files, write_files
+from headwater.delta.transaction import Transaction
+from headwater.errors import ConcurrentModificationException
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +118,7 @@ def copy_into(
         except record.LoadConflictError as e:
             last = e
             log.info("COPY INTO %s: %s; planning again (%d)", target, e, attempt + 1)
-    raise ConcurrentModificationError(
+    raise ConcurrentModificationException(
         f"COPY INTO {target} kept meeting concurrent loads of the same files ({last}); "
         "nothing was committed by this one. Run it again."
     )
@@ -159,60 +164,57 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
         if tgt.snapshot is None:
             tgt.log.claim()  # a crash before the first commit must not orphan the location
         checks = tgt.snapshot.check_constraints if tgt.snapshot is not None else None
-        adds, nrows, nbytes = _run(
-            lambda: write_files(out, tgt.root, parts, schema, constraints=checks)
-        )
+        written = _run(lambda: write_files(out, tgt.root, parts, schema, constraints=checks))
+        adds, nrows, nbytes = written.adds, written.rows, written.bytes
     corrupt = set(acc.value) | rs.corrupt
     loaded = [f for f in plan.files if f.path not in corrupt]
-    ours = {f.path for f in plan.files}
     base = storage.filesystem(source_base(spec))[1]
-    metadata = {
-        "headwaterOperation": record.OPERATION,
-        "operationParameters": {
+    txn = Transaction(tgt.log, tgt.snapshot, _operation(spec))
+    if tgt.snapshot is None:
+        txn.update_metadata(new_metadata(schema, parts))
+    elif schema != tgt.snapshot.schema:
+        tgt.snapshot.check_writable(schema_change=True)
+        new_schema = schemas.to_delta_json(schemas.as_nullable(schema))
+        txn.update_metadata(replace(tgt.snapshot.metadata, schema_string=new_schema))
+    txn.add_files(adds)
+    txn.metrics = {
+        "numCopiedFiles": len(loaded),
+        "numCopiedBytes": sum(f.size for f in loaded),
+        "numSkippedCorruptFiles": len(corrupt),
+        "numAddedFiles": len(adds),
+        "numOutputRows": nrows,
+        "numOutputBytes": nbytes,
+    }
+    txn.commit_info_extra = {
+        record.RECORD_KEY: record.entry(base, [f.path for f in loaded], corrupt)
+    }
+    if not spec.force:
+        txn.require(record.NotLoadedConcurrently({f.path for f in plan.files}))
+    try:
+        version = txn.commit()
+    except ConcurrentModificationException:
+        discard_files(tgt.root, adds)  # never committed: nobody references them
+        raise
+    if tgt.entry is not None and txn.changes_schema:
+        Catalog.of(spark).register_in_spark(tgt.entry)
+    log.info(
+        "COPY INTO %s: %d file(s), %d row(s) at version %s", tgt.text, len(loaded), nrows,
+        version,
+    )  # fmt: skip
+    return _result(spark, nrows, len(corrupt))
+
+
+def _operation(spec: CopySpec) -> Operation:
+    return Operation(
+        record.OPERATION,
+        {
             "source": spec.source,
             "fileFormat": spec.format.upper(),
             "force": str(spec.force).lower(),
             "mergeSchema": str(spec.merge_schema).lower(),
             **({"pattern": spec.pattern} if spec.pattern else {}),
         },
-        "operationMetrics": {
-            "numCopiedFiles": str(len(loaded)),
-            "numCopiedBytes": str(sum(f.size for f in loaded)),
-            "numSkippedCorruptFiles": str(len(corrupt)),
-            "numAddedFiles": str(len(adds)),
-            "numOutputRows": str(nrows),
-            "numOutputBytes": str(nbytes),
-        },
-        "isBlindAppend": False,
-        record.RECORD_KEY: record.entry(base, [f.path for f in loaded], corrupt),
-    }
-    request = CommitRequest(
-        adds=adds,
-        schema=schema,
-        partition_by=parts,
-        mode="append",
-        schema_mode="merge" if spec.merge_schema else "enforce",
-        read_version=tgt.version,
-        metadata=metadata,
-        base=tgt.snapshot.table if tgt.snapshot is not None else None,
-        check_intervening=None
-        if spec.force
-        else lambda after, upto: record.check_no_overlap(tgt.root, ours, after, upto),
     )
-    try:
-        result = commit(tgt.log, request)
-    except ConcurrentModificationError:
-        _discard(tgt.root, adds)  # never committed: nobody references them
-        raise
-    if tgt.entry is not None and (result.created or result.schema_changed):
-        from headwater.catalog import Catalog
-
-        Catalog.of(spark).register_in_spark(tgt.entry)
-    log.info(
-        "COPY INTO %s: %d file(s), %d row(s) at version %s", tgt.text, len(loaded), nrows,
-        result.version,
-    )  # fmt: skip
-    return _result(spark, nrows, len(corrupt))
 
 
 def _validate(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> DataFrame:
@@ -250,14 +252,6 @@ def _ddl(schema: StructType) -> str:
 def _resolve(schema: StructType, names: list[str]) -> list[str]:
     by_lower = {f.name.lower(): f.name for f in schema}
     return [by_lower.get(n.lower(), n) for n in names]
-
-
-def _discard(root: str, adds) -> None:
-    for add in adds:
-        try:
-            storage.delete_file(storage.join(root, add.path))
-        except OSError as e:
-            log.warning("could not remove uncommitted file %s: %s (VACUUM removes it)", add.path, e)
 
 
 _BAD_DATA = re.compile(r"BadDataError: (.+)")

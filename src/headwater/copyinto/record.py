@@ -1,9 +1,8 @@
 """The load record: which source files a table has loaded, kept in the table's own log.
 
-Each COPY INTO commit carries, in its ``commitInfo`` (delta-rs custom metadata), the files
-it loaded::
+Each COPY INTO commit carries, in its ``commitInfo``, the files it loaded::
 
-    "headwaterOperation": "COPY INTO",
+    "operation": "COPY INTO",
     "headwaterCopyInto": {"source": "/landing/orders", "files": ["a.json", "d=1/b.json"],
                           "corrupt": ["c.json"]}
 
@@ -35,7 +34,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from headwater import storage
-from headwater.errors import ConcurrentModificationError
+from headwater.delta.actions import Commit
+from headwater.errors import ConcurrentModificationException
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ CACHE_AFTER_AGE_S = 86_400  # ... or met a record this old (log cleanup comes af
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 
 
-class LoadConflictError(ConcurrentModificationError):
+class LoadConflictError(ConcurrentModificationException):
     """A concurrent COPY INTO committed some of the same files first."""
 
     def __init__(self, files: Iterable[str]):
@@ -165,12 +165,19 @@ def loaded_files(root: str, version: int, table_id: str | None, cache: bool = Tr
     return files
 
 
-def check_no_overlap(root: str, ours: set[str], after: int, upto: int) -> None:
-    """Raise :class:`LoadConflictError` if commits ``after+1 .. upto`` loaded any of ours."""
-    theirs = loaded_in(root, range(after + 1, upto + 1))
-    overlap = ours & theirs
-    if overlap:
-        raise LoadConflictError(overlap)
+class NotLoadedConcurrently:
+    """A transaction requirement: no commit that lands before this load's loaded any of
+    its files (see :class:`headwater.delta.transaction.Requirement`)."""
+
+    def __init__(self, files: set[str]) -> None:
+        self.files = files
+
+    def check(self, winner: Commit) -> None:
+        record = winner.info.values.get(RECORD_KEY) if winner.info is not None else None
+        if isinstance(record, dict):
+            overlap = self.files & set(_paths(record))
+            if overlap:
+                raise LoadConflictError(overlap)
 
 
 # -- the cache ---------------------------------------------------------------------------

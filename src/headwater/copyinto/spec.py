@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from headwater import storage
 from headwater.autoloader.options import FORMATS
-from headwater.delta.options import as_bool
 from headwater.errors import OptionError
+from headwater.options import as_bool
 
 MAX_FILES = 1000
 MODES = ("failfast", "permissive", "dropmalformed")

@@ -1,99 +1,129 @@
-"""ALTER TABLE on Delta tables: add columns, set table properties, add and drop CHECK
-constraints.
+"""ALTER TABLE on Delta tables: add columns, set table properties and the description, add
+and drop CHECK constraints.
 
-All are metadata-only commits, which delta-rs makes (``DeltaTable.alter``); no data file
-is touched. Callers holding a name in the catalog mirror the new schema into Spark's
-catalog afterwards (:meth:`headwater.catalog.Catalog.register_in_spark`).
+Each is one metadata commit (no data file is touched), with the protocol upgrade the new
+metadata needs in the same commit (deletion vectors, the change data feed, constraints).
+Callers holding a name in the catalog mirror the new schema into Spark's catalog afterwards.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from headwater.delta import raw_commit, table_features
 from headwater.delta import schema as schemas
-from headwater.delta.log import DeltaLog
+from headwater.delta.actions import Metadata
+from headwater.delta.commit_info import Operation
+from headwater.delta.log import DeltaLog, Snapshot
 from headwater.delta.read import read_snapshot
+from headwater.delta.transaction import Transaction
 from headwater.errors import ConstraintViolationError, SchemaMismatchError
 
 
-def add_columns(path: str, fields: list[StructField]) -> None:
+def _commit(
+    snapshot: Snapshot, operation: Operation, metadata: Metadata, reads: bool = False
+) -> int:
+    txn = Transaction(DeltaLog(snapshot.root), snapshot, operation)
+    if reads:  # the change was checked against the rows: new rows could break it
+        txn.read_whole_table()
+    txn.update_metadata(metadata)
+    return txn.commit()
+
+
+def add_columns(path: str, fields: list[StructField]) -> int:
     """Append nullable columns (existing rows read them as null), as ``ADD COLUMNS`` does."""
-    dlog = DeltaLog(path)
-    snapshot = dlog.snapshot()
+    snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable(schema_change=True)
     existing = {f.name.lower() for f in snapshot.schema}
     clash = [f.name for f in fields if f.name.lower() in existing]
     if clash:
         raise SchemaMismatchError(
-            f"Cannot add column(s) {', '.join(clash)} to {dlog.root}: the table already has them."
+            f"Cannot add column(s) {', '.join(clash)} to {snapshot.root}: the table already has them."
         )
     names = [f.name.lower() for f in fields]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise SchemaMismatchError(f"Column(s) {', '.join(dupes)} listed more than once.")
-    new = StructType(
-        [StructField(f.name, schemas.as_nullable(f.dataType), True, f.metadata) for f in fields]
+    new = [StructField(f.name, schemas.as_nullable(f.dataType), True, f.metadata) for f in fields]
+    schema = StructType([*snapshot.schema.fields, *new])
+    operation = Operation("ADD COLUMNS", {"columns": [{"column": f.jsonValue()} for f in new]})
+    return _commit(
+        snapshot,
+        operation,
+        replace(snapshot.metadata, schema_string=schemas.to_delta_json(schema)),
     )
-    snapshot.table.alter.add_columns(list(schemas.to_delta(new).fields))
 
 
-def set_properties(path: str, properties: dict[str, str]) -> None:
-    """Set table properties (``delta.*`` settings and free-form keys) in the table metadata."""
-    dlog = DeltaLog(path)
-    snapshot = dlog.snapshot()
+def set_properties(path: str, properties: Mapping[str, str]) -> int:
+    """Set table properties (``delta.*`` settings and free-form keys)."""
+    snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable()
-    vectors = str(properties.get("delta.enableDeletionVectors", "")).lower() == "true"
-    if vectors and "deletionVectors" not in (snapshot.table.protocol().writer_features or []):
-        raw_commit.check_writer_features(snapshot, removes=False)
-        table_features.enable_deletion_vectors(
-            dlog, snapshot, {k: str(v) for k, v in properties.items()}
-        )
-        return
-    snapshot.table.alter.set_table_properties(dict(properties), raise_if_not_exists=False)
+    props = {k: str(v) for k, v in properties.items()}
+    metadata = replace(
+        snapshot.metadata, configuration={**snapshot.metadata.configuration, **props}
+    )
+    return _commit(snapshot, Operation("SET TBLPROPERTIES", {"properties": props}), metadata)
 
 
-def set_description(path: str, description: str) -> None:
+def set_description(path: str, description: str) -> int:
     """The table's comment (``COMMENT '...'``; ``description`` in DESCRIBE DETAIL)."""
     snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable()
-    snapshot.table.alter.set_table_description(description)
+    metadata = replace(snapshot.metadata, description=description)
+    return _commit(
+        snapshot, Operation("SET TBLPROPERTIES", {"properties": {"comment": description}}), metadata
+    )
 
 
-def add_constraint(spark: SparkSession, path: str, name: str, expression: str) -> None:
+def add_constraint(spark: SparkSession, path: str, name: str, expression: str) -> int:
     """``ADD CONSTRAINT name CHECK (expression)``: every current row must satisfy it, under
-    Spark SQL's semantics (Spark checks them, not delta-rs); later writes are held to it."""
-    dlog = DeltaLog(path)
-    snapshot = dlog.snapshot()
+    Spark SQL's semantics (Spark checks them); later writes are held to it. The protocol
+    moves to writer version 3 (or gains ``checkConstraints``) in the same commit."""
+    snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable()
     name = name.lower()  # as delta-spark stores it
     if name in {k.lower() for k in snapshot.check_constraints}:
         raise SchemaMismatchError(
-            f"Constraint '{name}' already exists on {dlog.root}. Drop it first to change it."
+            f"Constraint '{name}' already exists on {snapshot.root}. Drop it first to change it."
         )
-    rows = read_snapshot(spark, snapshot)
-    bad = rows.where(~F.coalesce(F.expr(expression), F.lit(False))).count()
-    if bad:
+    bad = read_snapshot(spark, snapshot).where(~F.coalesce(F.expr(expression), F.lit(False)))
+    count = bad.count()
+    if count:
         raise ConstraintViolationError(
-            f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {bad} rows in {dlog.root} violate the new "
-            f"CHECK constraint ({expression}); it was not added. Fix or delete those rows first."
+            f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {count} rows in {snapshot.root} violate "
+            f"the new CHECK constraint ({expression}); it was not added. Fix or delete those "
+            "rows first."
         )
-    table_features.add_check_constraint(dlog, snapshot, name, expression)
+    config = {**snapshot.metadata.configuration, f"delta.constraints.{name}": expression}
+    return _commit(
+        snapshot,
+        Operation("ADD CONSTRAINT", {"name": name, "expr": expression}),
+        replace(snapshot.metadata, configuration=config),
+        reads=True,
+    )
 
 
-def drop_constraint(path: str, name: str, if_exists: bool = False) -> None:
+def drop_constraint(path: str, name: str, if_exists: bool = False) -> int | None:
     """``DROP CONSTRAINT [IF EXISTS] name``."""
-    dlog = DeltaLog(path)
-    snapshot = dlog.snapshot()
+    snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable()
     known = {k.lower(): k for k in snapshot.check_constraints}
     if name.lower() not in known:
         if if_exists:
-            return
+            return None
         raise SchemaMismatchError(
-            f"Cannot drop nonexistent constraint '{name}' from {dlog.root}. Use DROP "
+            f"Cannot drop nonexistent constraint '{name}' from {snapshot.root}. Use DROP "
             "CONSTRAINT IF EXISTS to ignore it."
         )
-    snapshot.table.alter.drop_constraint(known[name.lower()])
+    key = f"delta.constraints.{known[name.lower()]}"
+    expression = snapshot.metadata.configuration[key]
+    config = {k: v for k, v in snapshot.metadata.configuration.items() if k != key}
+    return _commit(
+        snapshot,
+        Operation("DROP CONSTRAINT", {"name": known[name.lower()], "expr": expression}),
+        replace(snapshot.metadata, configuration=config),
+    )

@@ -20,10 +20,10 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from headwater import storage
 from headwater.delta import change_data, mapping
-from headwater.delta.log import DeltaLog, Snapshot, _parse_timestamp
-from headwater.delta.options import as_bool
+from headwater.delta.log import DeltaLog, Snapshot, parse_timestamp
 from headwater.delta.scan import FileTask, arrow_schema, read_file
 from headwater.errors import CorruptLogError, DeltaError, OptionError
+from headwater.options import as_bool
 
 CHANGE_TYPE = change_data.CHANGE_TYPE
 CDF_FIELDS = [
@@ -71,7 +71,7 @@ def resolve_range(dlog: DeltaLog, options: dict[str, str]) -> tuple[int, int]:
     if "startingversion" in opts:
         start = _as_version(opts["startingversion"], "startingVersion", latest)
     elif "startingtimestamp" in opts:
-        start = _first_at_or_after(dlog, _parse_timestamp(opts["startingtimestamp"]), latest)
+        start = _first_at_or_after(dlog, parse_timestamp(opts["startingtimestamp"]), latest)
     else:
         raise OptionError(
             "[DELTA_NO_START_FOR_CDC_READ] Reading the change data feed needs a start: set "
@@ -81,7 +81,7 @@ def resolve_range(dlog: DeltaLog, options: dict[str, str]) -> tuple[int, int]:
     if "endingversion" in opts:
         end = min(_as_version(opts["endingversion"], "endingVersion", latest), latest)
     elif "endingtimestamp" in opts:
-        end = _last_at_or_before(dlog, _parse_timestamp(opts["endingtimestamp"]), latest)
+        end = _last_at_or_before(dlog, parse_timestamp(opts["endingtimestamp"]), latest)
     if start > latest:
         raise DeltaError(
             f"[DELTA_INVALID_CDC_RANGE] Start version {start} is after the latest version "

@@ -5,7 +5,7 @@ for appends and whole-file deletes but not for a rewrite (a file rewritten to ch
 row would read as all of its rows deleted and re-inserted). So a rewriting DML on a table
 with ``delta.enableChangeDataFeed = true`` also writes exactly the changed rows, with a
 ``_change_type`` column, under ``_change_data/`` and commits them as ``cdc`` actions in the
-same commit (:mod:`headwater.delta.raw_commit`).
+same commit.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater import storage
+from headwater.delta.actions import AddCDCFile
+from headwater.delta.data_files import write_files
 from headwater.delta.log import Snapshot
 
 CHANGE_TYPE = "_change_type"
@@ -25,14 +27,12 @@ def enabled(configuration: dict[str, str]) -> bool:
     return str(configuration.get(ENABLE, "false")).lower() == "true"
 
 
-def write_changes(changes: DataFrame, snapshot: Snapshot, schema: StructType) -> list[dict]:
-    """Write ``changes`` (the table's columns plus ``_change_type``) as change files;
-    returns their ``cdc`` actions (paths relative to the table)."""
-    from headwater.delta.write import write_files
-
+def write_changes(changes: DataFrame, snapshot: Snapshot, schema: StructType) -> list[AddCDCFile]:
+    """Write ``changes`` (the table's columns plus ``_change_type``) as change files under
+    ``_change_data/``; returns their ``cdc`` actions."""
     full = StructType([*schema.fields, StructField(CHANGE_TYPE, StringType(), True)])
     ordered = changes.select(*[f"`{f.name}`" for f in full])
-    adds, _, _ = write_files(
+    written = write_files(
         ordered,
         storage.join(snapshot.root, CHANGE_DIR),
         snapshot.partition_columns,
@@ -40,11 +40,5 @@ def write_changes(changes: DataFrame, snapshot: Snapshot, schema: StructType) ->
         data_change=False,
     )
     return [
-        {
-            "path": f"{CHANGE_DIR}/{a.path}",
-            "partitionValues": dict(a.partition_values or {}),
-            "size": a.size,
-            "dataChange": False,
-        }
-        for a in adds
+        AddCDCFile(f"{CHANGE_DIR}/{a.path}", dict(a.partition_values), a.size) for a in written.adds
     ]

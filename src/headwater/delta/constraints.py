@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from headwater.delta.pruning import referenced_columns
+from headwater.delta.expressions import referenced_columns
 from headwater.errors import ConstraintViolationError
 
 _MARK = "[DELTA_CONSTRAINT_VIOLATED]"

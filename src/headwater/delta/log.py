@@ -21,7 +21,9 @@ from deltalake.exceptions import TableNotFoundError as RsTableNotFoundError
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta import mapping
+from headwater.delta import log_store, mapping
+from headwater.delta.actions import Commit, Metadata, Protocol, encode_path
+from headwater.delta.actions import parse as parse_commit
 from headwater.errors import (
     CorruptLogError,
     NotADeltaTableError,
@@ -57,9 +59,14 @@ class DataFile:
     size: int
     partition_values: dict[str, str | None] = field(default_factory=dict)
     modification_time: int = 0
+    log_path: str | None = None  # as the log spells it (URL-encoded), when known
 
     def absolute(self, root: str) -> str:
         return storage.join(root, self.path)
+
+    @property
+    def logged_path(self) -> str:
+        return self.log_path if self.log_path is not None else encode_path(self.path)
 
 
 @dataclass
@@ -81,6 +88,30 @@ class Snapshot:
     @property
     def configuration(self) -> dict[str, str]:
         return dict(self.table.metadata().configuration)
+
+    @cached_property
+    def metadata(self) -> Metadata:
+        """The table's metadata action as of this version (schema as logged)."""
+        meta = self.table.metadata()
+        return Metadata(
+            id=meta.id,
+            schema_string=self.table.schema().to_json(),
+            partition_columns=tuple(meta.partition_columns),
+            configuration=dict(meta.configuration),
+            name=meta.name,
+            description=meta.description,
+            created_time=meta.created_time,
+        )
+
+    @cached_property
+    def protocol(self) -> Protocol:
+        p = self.table.protocol()
+        return Protocol(
+            p.min_reader_version,
+            p.min_writer_version,
+            None if p.reader_features is None else frozenset(p.reader_features),
+            None if p.writer_features is None else frozenset(p.writer_features),
+        )
 
     @property
     def check_constraints(self) -> dict[str, str]:
@@ -129,6 +160,7 @@ class Snapshot:
                 size=s,
                 partition_values={c: part_values[c][i] for c in parts},
                 modification_time=m or 0,
+                log_path=p,
             )
             for i, (p, s, m) in enumerate(zip(paths, sizes, mtimes, strict=True))
         ]
@@ -234,6 +266,14 @@ class DeltaLog:
     def log_dir(self) -> str:
         return storage.join(self.root, "_delta_log")
 
+    def store(self) -> tuple[log_store.LogStore, str]:
+        """Where commits are published (see :mod:`headwater.delta.log_store`)."""
+        return log_store.for_table(self.root)
+
+    def read_commit(self, version: int) -> Commit:
+        """The typed actions of commit ``version``."""
+        return parse_commit(version, self.commit_actions(version))
+
     def exists(self) -> bool:
         return DeltaTable.is_deltatable(self.root, self.storage_options)
 
@@ -295,7 +335,7 @@ class DeltaLog:
             if version is not None:
                 table.load_as_version(int(version))
             elif timestamp is not None:
-                table.load_as_version(self._version_at(table, _parse_timestamp(timestamp)))
+                table.load_as_version(self.version_at(table, parse_timestamp(timestamp)))
         except (RsDeltaError, OSError, ValueError) as e:
             raise TableNotFoundError(
                 f"Cannot time-travel {self.root} to "
@@ -305,7 +345,7 @@ class DeltaLog:
         return table
 
     @staticmethod
-    def _version_at(table: DeltaTable, when: datetime) -> int:
+    def version_at(table: DeltaTable, when: datetime) -> int:
         """The newest version committed at or before ``when`` (by the commits' timestamps,
         the ones history shows; file modification times can lag them)."""
         limit = when.timestamp() * 1000
@@ -337,7 +377,7 @@ class DeltaLog:
             raise CorruptLogError(f"Commit file {path} is not valid JSON: {e}") from e
 
 
-def _parse_timestamp(text: str) -> datetime:
+def parse_timestamp(text: str) -> datetime:
     value = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)

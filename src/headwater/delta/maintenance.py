@@ -1,295 +1,200 @@
-"""Table maintenance and inspection: history, detail, OPTIMIZE, VACUUM, RESTORE, CREATE.
+"""Table maintenance: OPTIMIZE (compaction), VACUUM and RESTORE.
 
-History, vacuum and restore are delta-rs operations on the log. OPTIMIZE compaction is a
-Spark job (files read and rewritten by executors) committed with ``dataChange=false``, so
-streaming readers of the table skip it.
+OPTIMIZE is a Spark job (files read and rewritten by executors) committed with
+``dataChange=false``, so streaming readers of the table skip it. RESTORE commits the
+difference between the current files and those of an older version (files re-added as
+the log had them, deletion vectors included). VACUUM deletes files no version within the
+retention window reads; it logs ``VACUUM START`` / ``VACUUM END`` commits, as delta-spark
+does, and changes no data.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import time
+from dataclasses import replace
 
-from deltalake import DeltaTable as RsTable
-from deltalake.transaction import RemoveAction
+from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater import storage
-from headwater.delta.commit import CommitRequest, commit
-from headwater.delta.log import DeltaLog, _parse_timestamp
-from headwater.delta.write import STAGING_DIR, write_files
-from headwater.errors import DeltaError
-
-HISTORY_SCHEMA = (
-    "version long, timestamp timestamp, userId string, userName string, operation string, "
-    "operationParameters map<string,string>, readVersion long, isolationLevel string, "
-    "isBlindAppend boolean, operationMetrics map<string,string>, userMetadata string, engineInfo string"
+from headwater.delta import pruning, replay
+from headwater.delta.actions import AddFile
+from headwater.delta.commit_info import Operation
+from headwater.delta.data_files import STAGING_DIR, discard_files, write_files
+from headwater.delta.dml import partition_only_files
+from headwater.delta.log import DeltaLog, parse_timestamp
+from headwater.delta.target import FILE_COL, read_target
+from headwater.delta.transaction import Transaction
+from headwater.errors import (
+    ConcurrentModificationException,
+    CorruptLogError,
+    DeltaError,
+    TableNotFoundError,
 )
+
 SMALL_FILE_BYTES = 128 * 1024 * 1024
 MIN_RETENTION_HOURS = 168.0
-
-
-def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFrame:
-    rows = []
-    for h in RsTable(path).history(limit):
-        rows.append(
-            (
-                int(h["version"]),
-                dt.datetime.fromtimestamp(h["timestamp"] / 1000, dt.timezone.utc),
-                h.get("userId"),
-                h.get("userName"),
-                h.get("headwaterOperation") or h.get("operation"),
-                {
-                    k: v if isinstance(v, str) else json.dumps(v)
-                    for k, v in (h.get("operationParameters") or {}).items()
-                },
-                h.get("readVersion"),
-                h.get("isolationLevel"),
-                h.get("isBlindAppend"),
-                {k: str(v) for k, v in (h.get("operationMetrics") or {}).items()},
-                h.get("userMetadata"),
-                h.get("engineInfo"),
-            )
-        )
-    return spark.createDataFrame(rows, HISTORY_SCHEMA).orderBy(F.col("version").desc())
-
-
-def detail(spark: SparkSession, path: str) -> DataFrame:
-    snap = DeltaLog(path).snapshot()
-    meta = snap.table.metadata()
-    protocol = snap.table.protocol()
-    features = sorted(set(protocol.reader_features or []) | set(protocol.writer_features or []))
-    last = RsTable(path).history(1)[0]["timestamp"]
-    row = (
-        "delta", meta.id, meta.name, meta.description, snap.root,
-        dt.datetime.fromtimestamp(meta.created_time / 1000, dt.timezone.utc),
-        dt.datetime.fromtimestamp(last / 1000, dt.timezone.utc),
-        list(meta.partition_columns), len(snap.files), sum(f.size for f in snap.files),
-        dict(meta.configuration), protocol.min_reader_version, protocol.min_writer_version, features,
-    )  # fmt: skip
-    schema = (
-        "format string, id string, name string, description string, location string, "
-        "createdAt timestamp, lastModified timestamp, partitionColumns array<string>, numFiles long, "
-        "sizeInBytes long, properties map<string,string>, minReaderVersion int, minWriterVersion int, "
-        "tableFeatures array<string>"
-    )
-    return spark.createDataFrame([row], schema)
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 
 
 def vacuum(
     spark: SparkSession, path: str, retention_hours: float | None = None, dry_run: bool = False
 ) -> DataFrame:
-    """Delete files no version within the retention window references (default 7 days).
+    """Delete files no version within the retention window references (default 7 days):
+    files of removed versions, files no commit ever named (left by killed writers), and
+    deletion-vector files no live or recent file names.
 
     ``dry_run``: delete nothing, list the files that would be deleted (``VACUUM ... DRY RUN``).
     """
     hours = MIN_RETENTION_HOURS if retention_hours is None else float(retention_hours)
-    check = spark.conf.get("spark.databricks.delta.retentionDurationCheck.enabled", "true").lower()
-    if hours < MIN_RETENTION_HOURS and check != "false":
+    check = spark.conf.get(RETENTION_CHECK, "true").lower() != "false"
+    if hours < MIN_RETENTION_HOURS and check:
         raise DeltaError(
             f"[DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT] Refusing to vacuum {path} with a retention of "
             f"{hours:g} hours, below the safe minimum of {MIN_RETENTION_HOURS:g} hours: concurrent readers "
-            "and writers may still need those files. If you are certain, set "
-            "spark.databricks.delta.retentionDurationCheck.enabled=false."
+            f"and writers may still need those files. If you are certain, set {RETENTION_CHECK}=false."
         )
-    table = RsTable(path)
-    # full=True: also files no commit ever referenced (left by killed writers), as delta-spark does.
-    if "deletionVectors" in (table.protocol().reader_features or []):
-        deleted = _vacuum_keeping_vectors(table, path, int(hours), dry_run)
-    else:
-        deleted = table.vacuum(
-            retention_hours=int(hours), dry_run=dry_run, enforce_retention_duration=False, full=True
-        )
-    cutoff = time.time() - hours * 3600
-    for info in storage.list_files(storage.join(path, STAGING_DIR)):  # leftovers of killed writes
-        if (info.mtime_ns or 0) / 1e9 < cutoff:
-            if not dry_run:
-                storage.delete_file(info.path)
-            deleted.append(info.path)
-    return spark.createDataFrame([(p,) for p in deleted], "path string")
-
-
-def _vacuum_keeping_vectors(table: RsTable, path: str, hours: int, dry_run: bool) -> list[str]:
-    """delta-rs's full vacuum counts deletion-vector files as unreferenced and would delete
-    those live files still need (their deleted rows would come back, or reads would fail).
-    Its dry-run list is filtered here, and the rest deleted by us."""
-    from headwater.delta.dv_descriptors import referenced_vector_files
-
     dlog = DeltaLog(path)
-    keep = referenced_vector_files(dlog, table.version(), int((time.time() - hours * 3600) * 1000))
+    snapshot = dlog.snapshot()
+    table = snapshot.table
+    cutoff_ms = int((time.time() - hours * 3600) * 1000)
+    # delta-rs lists (dry run; full: also files no commit ever named); deleting is ours.
     listed = table.vacuum(
-        retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=True
+        retention_hours=int(hours), dry_run=True, enforce_retention_duration=False, full=True
     )
-
-    def full(p: str) -> str:
-        return p if p.startswith("/") or "://" in p else storage.join(dlog.root, p)
-
-    doomed = [p for p in listed if storage.normalize(full(p)) not in keep]
+    doomed = [p if p.startswith("/") or "://" in p else storage.join(dlog.root, p) for p in listed]
+    if replay.has_vectors(snapshot):
+        # delta-rs counts deletion-vector files as unreferenced: keep those still named.
+        keep = replay.referenced_vector_files(dlog, snapshot.version, cutoff_ms)
+        doomed = [p for p in doomed if storage.normalize(p) not in keep]
+    for info in storage.list_files(storage.join(dlog.root, STAGING_DIR)):  # killed writes
+        if (info.mtime_ns or 0) / 1e6 < cutoff_ms:
+            doomed.append(info.path)
     if not dry_run:
+        _log_vacuum(dlog, "VACUUM START", hours, check, {"numFilesToDelete": len(doomed)})
         for p in doomed:
-            storage.delete_file(full(p))
-    return doomed
+            storage.delete_file(p)
+        _log_vacuum(dlog, "VACUUM END", hours, check, {"numDeletedFiles": len(doomed)})
+    return spark.createDataFrame([(p,) for p in doomed], "path string")
+
+
+def _log_vacuum(dlog: DeltaLog, name: str, hours: float, check: bool, metrics: dict) -> None:
+    params = (
+        {"retentionCheckEnabled": check, "specifiedRetentionMillis": int(hours * 3_600_000)}
+        if name == "VACUUM START"
+        else {"status": "COMPLETED"}
+    )
+    txn = Transaction(dlog, dlog.snapshot(), Operation(name, params))
+    txn.metrics = metrics
+    txn.commit()
 
 
 def restore(
     spark: SparkSession, path: str, version: int | None = None, timestamp: str | None = None
 ) -> DataFrame:
-    table = RsTable(path)
-    target = (
-        version if version is not None else DeltaLog._version_at(table, _parse_timestamp(timestamp))
+    """Make the table's current version hold what ``version`` (or the version current at
+    ``timestamp``) held: one commit removing the files added since and re-adding the files
+    removed since, with that version's schema and properties."""
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    target_version = (
+        version
+        if version is not None
+        else DeltaLog.version_at(snapshot.table, parse_timestamp(str(timestamp)))
     )
-    metrics = table.restore(target)
-    return spark.createDataFrame(
-        [{k: int(v) for k, v in metrics.items() if isinstance(v, (int, float))}]
-    )
-
-
-class OptimizeBuilder:
-    def __init__(self, spark: SparkSession, path: str) -> None:
-        self._spark = spark
-        self._path = path
-        self._where: str | None = None
-
-    def where(self, partitionFilter: str) -> OptimizeBuilder:
-        self._where = partitionFilter
-        return self
-
-    def executeCompaction(self) -> DataFrame:
-        """Rewrite each partition's small files into one (dataChange=false)."""
-        from headwater.delta.dml import FILE_COL, _commit, _partition_only, _removes, _target
-
-        dlog = DeltaLog(self._path)
-        snap = dlog.snapshot()
-        snap.check_writable()
-        candidates = [f for f in snap.files if f.size < SMALL_FILE_BYTES]
-        if self._where:
-            chosen = _partition_only(self._spark, snap, F.expr(self._where))
-            if chosen is None:
-                raise DeltaError(
-                    f"OPTIMIZE ... WHERE '{self._where}' must refer to partition columns only."
-                )
-            candidates = [f for f in candidates if f.absolute(snap.root) in chosen]
-        groups: dict[tuple, list] = {}
-        for f in candidates:
-            groups.setdefault(tuple(sorted(f.partition_values.items())), []).append(f)
-        files = [f for group in groups.values() if len(group) > 1 for f in group]
-        metrics = {"numFilesAdded": 0, "numFilesRemoved": 0}
-        if files:
-            # Read through the DML reader: it drops rows deleted by deletion vectors and
-            # renames column-mapped physical columns, which a plain Parquet read would not.
-            parts = snap.partition_columns
-            df = _target(self._spark, snap, files).drop(FILE_COL)
-            df = df.repartition(*parts) if parts else df.coalesce(1)
-            adds, _, _ = write_files(
-                df.select(*[f"`{c.name}`" for c in snap.schema]),
-                snap.root,
-                parts,
-                snap.schema,
-                data_change=False,
-            )
-            removes = [
-                RemoveAction(r.path, False, r.deletion_timestamp, r.size, r.partition_values)
-                for r in _removes(snap, {f.absolute(snap.root) for f in files})
-            ]
-            metrics = {"numFilesAdded": len(adds), "numFilesRemoved": len(removes)}
-            _commit(dlog, snap, adds, removes, snap.schema, "OPTIMIZE", {}, metrics)
-        return self._spark.createDataFrame(
-            [(self._path, metrics)], "path string, metrics map<string,long>"
+    if not 0 <= target_version <= snapshot.version:
+        raise TableNotFoundError(
+            f"Cannot restore {dlog.root} to version {target_version}: its versions are "
+            f"0..{snapshot.version}."
         )
+    target = dlog.snapshot(version=target_version)
+    now = replay.live_adds(dlog, snapshot.version)
+    then = replay.live_adds(dlog, target_version)
+    gone = [a for k, a in now.items() if k not in then or _vector(then[k]) != _vector(a)]
+    back = [a for k, a in then.items() if k not in now or _vector(now[k]) != _vector(a)]
+    missing = [a.relative_path for a in back if not _exists(dlog.root, a)]
+    if missing:
+        raise CorruptLogError(
+            f"Cannot restore {dlog.root} to version {target_version}: {len(missing)} of its "
+            f"files were deleted (by VACUUM), e.g. {missing[0]}. Restore a later version."
+        )
+    txn = Transaction(dlog, snapshot, Operation.restore(target_version, timestamp))
+    txn.read_whole_table()
+    if target.metadata != snapshot.metadata:
+        txn.update_metadata(replace(target.metadata, id=snapshot.metadata.id))
+    txn.remove_files(a.remove() for a in gone)
+    txn.add_files(replace(a, data_change=True) for a in back)
+    metrics = {
+        "tableSizeAfterRestore": sum(a.size for a in then.values()),
+        "numOfFilesAfterRestore": len(then),
+        "numRemovedFiles": len(gone),
+        "numRestoredFiles": len(back),
+        "removedFilesSize": sum(a.size for a in gone),
+        "restoredFilesSize": sum(a.size for a in back),
+    }
+    txn.metrics = dict(metrics)
+    txn.commit()
+    return spark.createDataFrame(
+        [{"numRemovedFile": len(gone), "numRestoredFile": len(back)}],
+        "numRemovedFile long, numRestoredFile long",
+    )
 
 
-class CreateBuilder:
-    """``DeltaTable.create(spark).tableName(...).addColumn(...)....execute()``"""
+def _vector(add: AddFile) -> tuple | None:
+    """What tells two adds of the same path apart: their deletion vector."""
+    dv = add.deletion_vector
+    return None if dv is None else (dv["storageType"], dv["pathOrInlineDv"], dv.get("offset"))
 
-    def __init__(self, spark: SparkSession, if_not_exists: bool) -> None:
-        self._spark = spark
-        self._if_not_exists = if_not_exists
-        self._name: str | None = None
-        self._location: str | None = None
-        self._fields: list[StructField] = []
-        self._partitions: list[str] = []
-        self._properties: dict[str, str] = {}
-        self._comment: str | None = None
 
-    def tableName(self, identifier: str) -> CreateBuilder:
-        self._name = identifier
-        return self
+def _exists(root: str, add: AddFile) -> bool:
+    path = add.relative_path
+    full = path if "://" in path or path.startswith("/") else storage.join(root, path)
+    fs, inner = storage.filesystem(full)
+    return fs.get_file_info(inner).type == pafs.FileType.File
 
-    def location(self, location: str) -> CreateBuilder:
-        self._location = location
-        return self
 
-    def comment(self, comment: str) -> CreateBuilder:
-        self._comment = comment
-        return self
-
-    def addColumn(
-        self, colName: str, dataType: str | DataType, nullable: bool = True, **_: object
-    ) -> CreateBuilder:
-        from headwater.ddl import parse_type
-
-        dtype = parse_type(dataType) if isinstance(dataType, str) else dataType
-        self._fields.append(StructField(colName, dtype, True))
-        return self
-
-    def addColumns(self, cols: StructType | list[StructField]) -> CreateBuilder:
-        self._fields.extend(StructField(f.name, f.dataType, True) for f in cols)
-        return self
-
-    def partitionedBy(self, *cols: str) -> CreateBuilder:
-        self._partitions = [
-            c for group in cols for c in ([group] if isinstance(group, str) else group)
-        ]
-        return self
-
-    def property(self, key: str, value: str) -> CreateBuilder:
-        self._properties[key] = value
-        return self
-
-    def execute(self):
-        from headwater.catalog import Catalog
-        from headwater.delta.tables import DeltaTable
-
-        schema = StructType(self._fields)
-        delta_props = {k: v for k, v in self._properties.items() if k.startswith("delta.")}
-        if self._name:
-            catalog = Catalog.of(self._spark)
-            existed = catalog.get(self._name) is not None
-            entry = catalog.create_table(
-                self._name,
-                schema,
-                self._location,
-                self._partitions,
-                delta_props or None,
-                self._if_not_exists,
-            )
-            if not existed:
-                self._set_metadata(entry.location)
-            return DeltaTable(self._spark, entry.location)
-        if not self._location:
-            raise DeltaError("DeltaTable.create() needs .tableName(...) or .location(...).")
-        dlog = DeltaLog(self._location)
-        if dlog.exists():
-            if not self._if_not_exists:
-                raise DeltaError(f"A Delta table already exists at {self._location}.")
-        else:
-            commit(
-                dlog,
-                CommitRequest([], schema, self._partitions, configuration=delta_props or None),
-            )
-            self._set_metadata(self._location)
-        return DeltaTable(self._spark, self._location)
-
-    def _set_metadata(self, path: str) -> None:
-        """delta-rs takes only ``delta.*`` keys when it creates a table: other properties and
-        the comment (the table's description) are set by a metadata commit right after."""
-        from headwater.delta import alter
-
-        other = {k: v for k, v in self._properties.items() if not k.startswith("delta.")}
-        if other:
-            alter.set_properties(path, other)
-        if self._comment is not None:
-            alter.set_description(path, self._comment)
+def optimize(spark: SparkSession, path: str, where: str | None = None) -> DataFrame:
+    """Rewrite each partition's small files into one (``dataChange=false``), in the
+    partitions ``where`` (a condition on partition columns) selects; one row: the table's
+    path and the metrics."""
+    dlog = DeltaLog(path)
+    snap = dlog.snapshot()
+    snap.check_writable()
+    candidates = [f for f in snap.files if f.size < SMALL_FILE_BYTES]
+    if where:
+        chosen = partition_only_files(spark, snap, F.expr(where))
+        if chosen is None:
+            raise DeltaError(f"OPTIMIZE ... WHERE '{where}' must refer to partition columns only.")
+        names = {f.path for f in chosen}
+        candidates = [f for f in candidates if f.path in names]
+    groups: dict[tuple, list] = {}
+    for f in candidates:
+        groups.setdefault(tuple(sorted(f.partition_values.items())), []).append(f)
+    files = [f for group in groups.values() if len(group) > 1 for f in group]
+    metrics = {"numFilesAdded": 0, "numFilesRemoved": 0}
+    if files:
+        # Read through the DML reader: it drops rows deleted by deletion vectors and renames
+        # column-mapped physical columns, which a plain Parquet read would not.
+        parts = snap.partition_columns
+        df = read_target(spark, snap, files).drop(FILE_COL)
+        df = df.repartition(*parts) if parts else df.coalesce(1)
+        written = write_files(
+            df.select(*[f"`{c.name}`" for c in snap.schema]),
+            snap.root,
+            parts,
+            snap.schema,
+            data_change=False,
+        )
+        metrics = {"numFilesAdded": len(written.adds), "numFilesRemoved": len(files)}
+        txn = Transaction(dlog, snap, Operation.optimize(where))
+        txn.read_files([f.path for f in files], pruning.partition_filter(spark, snap, where))
+        txn.remove_files(replay.removes(snap, files, data_change=False))
+        txn.add_files(written.adds)
+        txn.metrics = dict(metrics)
+        try:
+            txn.commit()
+        except ConcurrentModificationException:
+            discard_files(snap.root, written.adds)
+            raise
+    return spark.createDataFrame([(path, metrics)], "path string, metrics map<string,long>")

@@ -14,7 +14,7 @@ itself observes which files held matched rows and whether any target row matched
 file turns out untouched, the written files are discarded and the touched files alone are
 rewritten, so the commit is the same either way.
 
-On a table with deletion vectors enabled (:mod:`vector_commit`), no file is rewritten: the
+On a table with deletion vectors enabled (:mod:`.vectors`), no file is rewritten: the
 positions of the target rows the clauses act on are collected first (with NOT MATCHED BY
 SOURCE clauses, from every target row), then only updated and inserted rows are written,
 and the touched files are re-added with deletion vectors.
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,25 +36,37 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from headwater import storage
-from headwater.delta import change_data, pruning, vector_commit
-from headwater.delta.dml import (
-    ACTION_COL,
+from headwater.delta import change_data, pruning, vectors
+from headwater.delta.commit_info import Operation
+from headwater.delta.data_files import STAGING_DIR, discard_files, local_path, write_files
+from headwater.delta.expressions import ExprLike, as_column, condition_text
+from headwater.delta.log import DataFile, DeltaLog, Snapshot
+from headwater.delta.rewrite import Result, commit_rewrite, evolve_schema, open_transaction
+from headwater.delta.target import (
     FILE_COL,
     ROW_INDEX_COL,
-    Clause,
-    ExprLike,
-    Result,
-    _commit,
-    _removes,
-    _session_txn,
-    _target,
-    as_column,
-    live_rows,
+    files_named,
+    known_rows,
+    read_target,
 )
-from headwater.delta.log import DataFile, DeltaLog, Snapshot
-from headwater.delta.write import STAGING_DIR, _strip_file_scheme, discard_files, write_files
+from headwater.delta.transaction import Transaction
 from headwater.errors import DeltaError
 
+ClauseKind = Literal["matched", "not_matched", "not_matched_by_source"]
+ClauseAction = Literal["update", "delete", "insert"]
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One WHEN clause of a MERGE."""
+
+    kind: ClauseKind
+    action: ClauseAction
+    condition: ExprLike | None = None
+    assignments: Mapping[str, ExprLike] | None = None  # None with update/insert: all columns
+
+
+ACTION_COL = "__hw_action"
 ROW_COL = "__hw_row"
 SRC_COL = "__hw_src"
 MATCHED_COL = "__hw_matched"
@@ -101,16 +115,19 @@ def merge(
     row matched by several source rows is an error unless the MERGE only inserts (as in
     delta-spark, which also allows it for a lone unconditional matched delete; we do not).
     """
-    dlog = DeltaLog(path)
-    snapshot = dlog.snapshot()
-    txn, done = _session_txn(spark, snapshot)
+    snapshot = DeltaLog(path).snapshot()
+    operation = Operation.merge(
+        condition_text(condition) or str(condition),
+        [(c.kind, c.action, condition_text(c.condition)) for c in clauses],
+    )
+    txn, done = open_transaction(spark, snapshot, operation)
     if done:
         return Result(None, {})
     plan = _Merge(spark, snapshot, source, condition, clauses, target_alias or "target", evolve)
-    if (plan.matched or plan.by_source) and vector_commit.applies(snapshot):
-        return plan.run_with_vectors(dlog, txn)
+    if (plan.matched or plan.by_source) and vectors.applies(snapshot):
+        return plan.run_with_vectors(txn)
     written, touched, n_source = plan.run()
-    return plan.commit(dlog, written, touched, n_source, txn)
+    return plan.commit(txn, written, touched, n_source)
 
 
 class _Merge:
@@ -153,41 +170,42 @@ class _Merge:
         self._actions: dict[str, Column] = {}
         self.src_columns = {c.lower(): self.src[c] for c in source.columns}
         self.target_marker = FILE_COL  # non-null exactly on joined rows with a target row
+        self.read: list[DataFile] = snapshot.files  # the files the plan reads (see run)
 
     # -- planning ----------------------------------------------------------------------------
 
     def run(self) -> tuple[_Written, set[str], int | None]:
-        """Write the merged rows: (what was written, the files it replaces, source rows)."""
+        """Write the merged rows: (what was written, the files it replaces, source rows).
+        The files read are kept in ``self.read``, for the commit's conflict check."""
         snapshot = self.snapshot
         if self.by_source:  # every target row can act: every file is rewritten
+            self.read = snapshot.files
             touched = {f.absolute(snapshot.root) for f in snapshot.files}
-            known_rows = _known_rows(snapshot, snapshot.files)
-            if known_rows is None:
+            known = known_rows(snapshot, snapshot.files)
+            if known is None:
                 self._touched_files(snapshot.files)  # fails when a target row matches twice
             written = self._write(self._joined(None, None))
-            if (
-                known_rows is not None
-                and written.matched_pairs + written.unmatched_target > known_rows
-            ):
+            if known is not None and written.matched_pairs + written.unmatched_target > known:
                 discard_files(snapshot.root, written.adds)
                 raise DeltaError(MULTIPLE_MATCH)
             return written, touched, None
         # Without NOT MATCHED BY SOURCE clauses only target rows that can match a source row
         # matter: files whose key range misses the source's are neither read nor rewritten.
-        files, n_source = self._candidates()
+        candidates, n_source = self._candidates()
+        files = snapshot.files if candidates is None else candidates
+        self.read = files
         if not self.matched:  # inserts only: nothing is rewritten
-            rows = self.src.join(self._target(files), self.on, "left_anti")
+            rows = self.src.join(self._target(candidates), self.on, "left_anti")
             joined = rows.withColumn(FILE_COL, F.lit(None).cast("string"))
             return self._write(joined, with_target=False), set(), n_source
-        files = snapshot.files if files is None else files
-        known_rows = _known_rows(snapshot, files)
-        if known_rows is not None and n_source is not None and _optimistic(known_rows, n_source):
-            candidates = {_strip_file_scheme(f.absolute(snapshot.root)) for f in files}
+        known = known_rows(snapshot, files)
+        if known is not None and n_source is not None and _optimistic(known, n_source):
+            paths = {local_path(f.absolute(snapshot.root)) for f in files}
             written = self._write(self._joined(files, None))
-            if written.matched_pairs + written.unmatched_target > known_rows:
+            if written.matched_pairs + written.unmatched_target > known:
                 discard_files(snapshot.root, written.adds)
                 raise DeltaError(MULTIPLE_MATCH)
-            if {_strip_file_scheme(p) for p in written.matched_files} == candidates:
+            if {local_path(p) for p in written.matched_files} == paths:
                 return written, written.matched_files, n_source
             discard_files(snapshot.root, written.adds)  # some candidate was untouched: redo
             touched = written.matched_files
@@ -202,7 +220,7 @@ class _Merge:
             return pruning.merge_candidates(self.snapshot, self.source, keys)
         return None, None
 
-    def run_with_vectors(self, dlog: DeltaLog, txn: tuple[str, int] | None) -> Result:
+    def run_with_vectors(self, txn: Transaction) -> Result:
         """MERGE on a table with deletion vectors enabled: target rows that are updated or
         deleted are marked in their files' vectors; only updated and inserted rows are
         written, and no file is rewritten.
@@ -230,19 +248,14 @@ class _Merge:
             )
         metrics = self._metrics(counts, written, n_source, removed=0)
         metrics["numTargetRowsCopied"] = 0
-        params = {"predicate": str(self.condition), "clauses": len(self.clauses)}
-        evolve = self.out_schema != self.schema
+        txn.read_files([f.path for f in self.read])
         try:
-            version, metrics = vector_commit.commit(
-                dlog,
-                self.snapshot,
+            evolve_schema(txn, self.out_schema)
+            version, metrics = vectors.commit(
+                txn,
                 deleted.select([FILE_COL, ROW_INDEX_COL]),
                 written.adds,
-                "MERGE",
-                params,
                 metrics,
-                txn=txn,
-                schema=self.out_schema if evolve else None,
                 removed_metric="numTargetFilesRemoved",
             )
         except BaseException:
@@ -263,7 +276,9 @@ class _Merge:
         """
         candidates, n_source = self._candidates()
         files = None if self.by_source else candidates
-        target = _target(self.spark, self.snapshot, files, row_index=True).alias(self.alias)
+        self.read = self.snapshot.files if files is None else files
+        target = read_target(self.spark, self.snapshot, files, row_index=True)
+        target = target.alias(self.alias)
         source = self.src
         keys = pruning.equi_keys(self.condition, self.schema, self.alias)
         in_range = pruning.source_key_filter(self.snapshot, files, keys) if files else None
@@ -284,7 +299,7 @@ class _Merge:
             matched.alias(MATCHED_COL),
             *[F.col(f"{self.alias}.`{c}`").alias(c) for c in needed],
         ).toArrow()
-        if vector_commit.has_duplicates(pairs.select([FILE_COL, ROW_INDEX_COL])):
+        if vectors.has_duplicates(pairs.select([FILE_COL, ROW_INDEX_COL])):
             raise DeltaError(MULTIPLE_MATCH)
         return pairs, n_source
 
@@ -342,7 +357,7 @@ class _Merge:
         return [f.name for f in self.schema if f.name.lower() in needed]
 
     def _target(self, files: list[DataFile] | None) -> DataFrame:
-        return _target(self.spark, self.snapshot, files).alias(self.alias)
+        return read_target(self.spark, self.snapshot, files).alias(self.alias)
 
     def _joined(self, files: list[DataFile] | None, touched: set[str] | None) -> DataFrame:
         """The target rows of ``files`` (of ``touched`` among them, when given) full-outer-
@@ -400,7 +415,7 @@ class _Merge:
         result = results[0]
         for more in results[1:]:
             result = result.unionByName(more)
-        adds, rows, _ = write_files(
+        files = write_files(
             result,
             self.snapshot.root,
             self.snapshot.partition_columns,
@@ -409,8 +424,8 @@ class _Merge:
         )
         seen = [o.get for o in observations]
         return _Written(
-            adds,
-            rows,
+            files.adds,
+            files.rows,
             {k: sum(int(got.get(k) or 0) for got in seen) for k in self._all()},
             {f for got in seen for f in got.get("__files") or []},
             sum(int(got.get("__pairs") or 0) for got in seen),
@@ -519,28 +534,18 @@ class _Merge:
     # -- the commit --------------------------------------------------------------------------
 
     def commit(
-        self,
-        dlog: DeltaLog,
-        written: _Written,
-        touched: set[str],
-        n_source: int | None,
-        txn: tuple[str, int] | None,
+        self, txn: Transaction, written: _Written, touched: set[str], n_source: int | None
     ) -> Result:
-        counts = written.counts
-        removes = _removes(self.snapshot, touched)
-        metrics = self._metrics(counts, written, n_source, removed=len(removes))
-        params = {"predicate": str(self.condition), "clauses": len(self.clauses)}
-        version = _commit(
-            dlog,
-            self.snapshot,
-            written.adds,
-            removes,
-            self.out_schema,
-            "MERGE",
-            params,
-            metrics,
-            evolve=self.out_schema != self.schema,
-            txn=txn,
+        removed = files_named(self.snapshot, touched)
+        metrics = self._metrics(written.counts, written, n_source, removed=len(removed))
+        version = commit_rewrite(
+            txn,
+            read=self.read,
+            partitions=None,
+            removed=removed,
+            adds=written.adds,
+            metrics=metrics,
+            schema=self.out_schema,
             changes=self._changes,
         )
         return Result(version, metrics)
@@ -588,13 +593,6 @@ def _staged(spark: SparkSession, root: str, rows: pa.Table, schema: StructType):
 
 def _optimistic(known_rows: int, n_source: int) -> bool:
     return known_rows <= max(OPTIMISTIC_ROWS_PER_SOURCE_ROW * n_source, OPTIMISTIC_MIN_ROWS)
-
-
-def _known_rows(snapshot: Snapshot, files: list[DataFile]) -> int | None:
-    """Live rows in ``files`` by the log (None: a file has no row count)."""
-    counts = live_rows(snapshot)
-    rows = [counts.get(f.path) for f in files]
-    return None if any(r is None for r in rows) else sum(rows)
 
 
 def _holds(condition: ExprLike | None) -> Column:

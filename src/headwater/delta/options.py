@@ -6,11 +6,12 @@ closest known name), because a silently ignored ``mergeSchema`` loses a schema c
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from headwater.errors import OptionError
+from headwater.options import as_bool, as_int, split_columns, unknown_option
 
 # Options Spark itself adds to every source's option map, and our internal ones.
 _SPARK_INTERNAL = {"path", "paths", "__path__", "headwater.filepathcolumn"}
@@ -54,15 +55,8 @@ def check_known(options: Mapping[str, str], known: set[str], context: str) -> di
     for key in lowered:
         if key in known or key in _SPARK_INTERNAL:
             continue
-        original = next(k for k in options if str(k).lower() == key)
-        hint = difflib.get_close_matches(key, sorted(known), n=1)
-        suggestion = ""
-        if hint:
-            suggestion = f" Did you mean '{_CANONICAL.get(hint[0], hint[0])}'?"
-        raise OptionError(
-            f"Unknown option '{original}' for {context}.{suggestion} "
-            f"Known options: {', '.join(sorted(_CANONICAL.get(k, k) for k in known))}."
-        )
+        given = next(str(k) for k in options if str(k).lower() == key)
+        raise unknown_option(given, known, context, _CANONICAL)
     return lowered
 
 
@@ -78,95 +72,70 @@ _CANONICAL = {
 }  # fmt: skip
 
 
-def as_bool(value: str | bool | None, name: str, default: bool = False) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise OptionError(f"Option '{name}' must be true or false, not '{value}'.")
-
-
-def as_int(value: str | int | None, name: str, default: int | None = None) -> int | None:
-    if value is None:
-        return default
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise OptionError(f"Option '{name}' must be an integer, not '{value}'.") from None
-    if number < 0:
-        raise OptionError(f"Option '{name}' must not be negative, not {number}.")
-    return number
-
-
-_SIZE_UNITS = {
-    "b": 1,
-    "k": 1024,
-    "kb": 1024,
-    "m": 1024**2,
-    "mb": 1024**2,
-    "g": 1024**3,
-    "gb": 1024**3,
+SaveMode = Literal["append", "overwrite", "error", "ignore"]
+_SAVE_MODES: dict[str, SaveMode] = {
+    "append": "append",
+    "overwrite": "overwrite",
+    "error": "error",
+    "errorifexists": "error",
+    "default": "error",
+    "ignore": "ignore",
 }
 
 
-def as_bytes(value: str | int | None, name: str) -> int | None:
-    """A byte size: ``1048576``, ``10m``, ``1g``."""
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    digits = text.rstrip("bkmgt")
-    unit = text[len(digits) :] or "b"
-    if not digits.isdigit() or unit not in _SIZE_UNITS:
+def save_mode(mode: str | None) -> SaveMode:
+    """A save mode as PySpark users spell it (``errorifexists``, ``Append``, ...)."""
+    found = _SAVE_MODES.get((mode or "errorifexists").lower())
+    if found is None:
         raise OptionError(
-            f"Option '{name}' must be a byte size such as 1048576, 10m or 1g, not '{value}'."
+            f"Unknown save mode '{mode}'. Use append, overwrite, errorifexists or ignore."
         )
-    return int(digits) * _SIZE_UNITS[unit]
+    return found
 
 
-def split_columns(value: str | list[str] | None) -> list[str]:
-    if not value:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    text = str(value).strip()
-    if text.startswith("["):
-        import json
+@dataclass(frozen=True)
+class WriteSpec:
+    """One batch write into a Delta table, typed: what ``df.write`` options, SQL statements
+    and the service API all reduce to.
 
-        return [str(v) for v in json.loads(text)]
-    return [c.strip().strip("`") for c in text.split(",") if c.strip()]
+    ``txn`` is ``(app_id, version)``: a write whose application already recorded that
+    version is skipped. ``configuration`` and ``description`` apply when the write creates
+    the table or replaces its schema.
+    """
 
-
-@dataclass
-class WriteOptions:
+    mode: SaveMode = "error"
     merge_schema: bool = False
     overwrite_schema: bool = False
     replace_where: str | None = None
-    partition_by: list[str] = field(default_factory=list)
+    partition_by: tuple[str, ...] = ()
     user_metadata: str | None = None
     compression: str = "snappy"
     max_records_per_file: int | None = None
-    txn_app_id: str | None = None
-    txn_version: int | None = None
+    txn: tuple[str, int] | None = None
+    configuration: Mapping[str, str] | None = None
+    description: str | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> WriteOptions:
+    def from_options(
+        cls,
+        options: Mapping[str, str],
+        mode: str | None = None,
+        partition_by: Sequence[str] | None = None,
+    ) -> WriteSpec:
+        """The spec of ``df.write.format("delta").mode(mode).options(**options)``; unknown
+        option names are refused, naming the closest known one."""
         o = check_known(options, WRITE_OPTIONS, "the delta writer")
         app_id, version = o.get("txnappid"), as_int(o.get("txnversion"), "txnVersion")
         if (app_id is None) != (version is None):
             raise OptionError("Options txnAppId and txnVersion must be given together.")
         return cls(
+            mode=save_mode(mode),
             merge_schema=as_bool(o.get("mergeschema"), "mergeSchema"),
             overwrite_schema=as_bool(o.get("overwriteschema"), "overwriteSchema"),
             replace_where=o.get("replacewhere"),
-            partition_by=split_columns(o.get("partitionby")),
+            partition_by=tuple(partition_by or split_columns(o.get("partitionby"))),
             user_metadata=o.get("usermetadata"),
             compression=o.get("compression", "snappy"),
             max_records_per_file=as_int(o.get("maxrecordsperfile"), "maxRecordsPerFile"),
-            txn_app_id=app_id,
-            txn_version=version,
+            txn=None if app_id is None or version is None else (app_id, version),
         )

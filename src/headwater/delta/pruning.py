@@ -8,14 +8,14 @@ keeps every file, so pruning is an optimisation that never changes a result.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import (
     EqualTo,
@@ -32,12 +32,20 @@ from pyspark.sql.types import (
     IntegerType,
     LongType,
     ShortType,
+    StructField,
     StructType,
 )
 from sqlglot import exp
 
+from headwater.delta.expressions import (
+    condition_text,
+    conjuncts,
+    parse_condition,
+    referenced_columns,
+)
 from headwater.delta.log import DataFile, Snapshot
 from headwater.delta.skipping import keep_mask
+from headwater.delta.transaction import PartitionFilter
 
 _COMPARISONS = {
     exp.EQ: (EqualTo, EqualTo),
@@ -46,42 +54,6 @@ _COMPARISONS = {
     exp.LT: (LessThan, GreaterThan),
     exp.LTE: (LessThanOrEqual, GreaterThanOrEqual),
 }
-
-
-def condition_text(condition: str | Column | None) -> str | None:
-    """The SQL text of a condition (PySpark shows a Column as ``Column<'...'>``)."""
-    if condition is None:
-        return None
-    if isinstance(condition, str):
-        return condition
-    text = str(condition)
-    if text.startswith("Column<'") and text.endswith("'>"):
-        return text[len("Column<'") : -2]
-    return None
-
-
-def _parse(text: str | None) -> exp.Expression | None:
-    if not text:
-        return None
-    try:
-        return sqlglot.parse_one(text, read="spark")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return None
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
-
-
-def referenced_columns(condition: str | Column | None) -> set[str] | None:
-    """Lower-cased column names a condition reads (None: unknown)."""
-    tree = _parse(condition_text(condition))
-    if tree is None:
-        return None
-    return {c.name.lower() for c in tree.find_all(exp.Column)}
 
 
 def _literal(node: exp.Expression):
@@ -113,11 +85,11 @@ def _target_column(node: exp.Expression, schema: StructType, alias: str | None) 
 
 def predicate_filters(condition: str | Column | None, schema: StructType) -> list[Filter]:
     """Data-source filters implied by ``column <op> literal`` conjuncts of a condition."""
-    tree = _parse(condition_text(condition))
+    tree = parse_condition(condition_text(condition))
     if tree is None:
         return []
     filters: list[Filter] = []
-    for part in _conjuncts(tree):
+    for part in conjuncts(tree):
         if isinstance(part, exp.In) and not part.args.get("query"):
             col = _target_column(part.this, schema, None)
             values = [_literal(v) for v in part.expressions]
@@ -148,11 +120,11 @@ class EquiKey:
 
 def equi_keys(condition: str | Column, schema: StructType, alias: str) -> list[EquiKey]:
     """``t.col = <source expression>`` conjuncts of a MERGE condition."""
-    tree = _parse(condition_text(condition))
+    tree = parse_condition(condition_text(condition))
     if tree is None:
         return []
     keys = []
-    for part in _conjuncts(tree):
+    for part in conjuncts(tree):
         if not isinstance(part, exp.EQ):
             continue
         for mine, other in ((part.left, part.right), (part.right, part.left)):
@@ -228,3 +200,54 @@ def source_key_filter(
         test = F.expr(k.source).between(F.lit(low), F.lit(high))
         condition = test if condition is None else condition & test
     return condition
+
+
+_INDEX = "__hw_index"
+
+
+def partitions_matching(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    condition: str | Column,
+    values: Sequence[Mapping[str, str | None]],
+) -> list[bool] | None:
+    """Which of ``values`` (partition values as the log holds them) satisfy a condition
+    over partition columns alone; None when the condition reads other columns."""
+    parts = snapshot.partition_columns
+    if not parts:
+        return None
+    refs = referenced_columns(condition)
+    if refs is not None and not refs <= {p.lower() for p in parts}:
+        return None  # reads data columns (checked without an analysis error in the log)
+    if not values:
+        return []
+    fields: list[StructField] = [f for f in snapshot.schema if f.name in parts]
+    rows = [tuple(v.get(f.name) for f in fields) + (i,) for i, v in enumerate(values)]
+    text_schema = ", ".join(f"`{f.name}` string" for f in fields) + f", `{_INDEX}` long"
+    frame = spark.createDataFrame(rows, text_schema).select(
+        *[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in fields], F.col(_INDEX)
+    )
+    cond = F.expr(condition) if isinstance(condition, str) else condition
+    try:
+        hits = {r[0] for r in frame.where(F.coalesce(cond, F.lit(False))).select(_INDEX).collect()}
+    except AnalysisException:
+        return None
+    return [i in hits for i in range(len(values))]
+
+
+def partition_filter(
+    spark: SparkSession, snapshot: Snapshot, condition: str | Column | None
+) -> PartitionFilter | None:
+    """The partitions a condition reads, for a transaction's conflict check (None: it
+    reads data columns, so a file added in any partition may hold matching rows)."""
+    if condition is None or not snapshot.partition_columns:
+        return None
+    refs = referenced_columns(condition)
+    if refs is None or not refs <= {p.lower() for p in snapshot.partition_columns}:
+        return None
+
+    def matches(values: Sequence[Mapping[str, str | None]]) -> Sequence[bool]:
+        found = partitions_matching(spark, snapshot, condition, values)
+        return [True] * len(values) if found is None else found
+
+    return matches

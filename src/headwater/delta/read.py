@@ -21,7 +21,7 @@ from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
@@ -35,11 +35,13 @@ from pyspark.sql.types import (
 )
 
 from headwater import storage
-from headwater.delta import cdf, dv_descriptors
+from headwater.delta import cdf, replay
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.partitions import NULL_PARTITION, unescape
+from headwater.delta.source import FILE_COLUMN_OPTION
 from headwater.errors import CorruptLogError
+from headwater.originals import original
 
 # Partition types whose directory text Spark parses back to exactly the logged value.
 _NATIVE_PARTITION_TYPES = (
@@ -64,15 +66,13 @@ def read_delta(spark: SparkSession, path: str, options: dict[str, str] | None = 
         raise OptionError("Give only one of versionAsOf and timestampAsOf.")
     dlog = DeltaLog(path)
     if cdf.requested(opts):
-        from headwater.api_hooks import original
-
         # Resolve and check the range here, so a bad one fails with our error, not Spark's.
         start, end = cdf.resolve_range(dlog, opts)
         cdf.range_tasks(dlog, start, end)
         reader = spark.read.format("delta").options(
             readChangeFeed="true", startingVersion=str(start), endingVersion=str(end)
         )
-        return original("DataFrameReader.load")(reader, dlog.root)
+        return original(DataFrameReader, "load")(reader, dlog.root)
     snapshot = dlog.snapshot(version=opts.get("versionasof"), timestamp=opts.get("timestampasof"))
     return read_snapshot(spark, snapshot)
 
@@ -104,13 +104,10 @@ def python_read(
 ) -> DataFrame:
     """Read through the ``delta`` Python source; ``file_column`` adds each row's file path
     (what ``_metadata.file_path`` gives on the native path)."""
-    from headwater.api_hooks import original
-    from headwater.delta.source import FILE_COLUMN_OPTION
-
     reader = spark.read.format("delta").option("versionAsOf", str(snapshot.version))
     if file_column:
         reader = reader.option(FILE_COLUMN_OPTION, file_column)
-    return original("DataFrameReader.load")(reader, snapshot.root)
+    return original(DataFrameReader, "load")(reader, snapshot.root)
 
 
 def without_deleted_rows(
@@ -118,9 +115,9 @@ def without_deleted_rows(
 ) -> DataFrame:
     """``df`` (Spark's scan of ``files``) without the rows their deletion vectors delete:
     an anti-join on (file, row position) against the vectors' positions."""
-    if "deletionVectors" not in (snapshot.table.protocol().reader_features or []):
+    if not replay.has_vectors(snapshot):
         return df  # no vector can exist: skip the log replay
-    positions = dv_descriptors.deleted_positions(
+    positions = replay.deleted_positions(
         DeltaLog(snapshot.root), snapshot.version, {f.path for f in files}
     )
     if not positions:

@@ -37,7 +37,16 @@ def as_nullable(dtype: DataType) -> DataType:
 
 
 def to_delta(schema: StructType) -> DeltaSchema:
-    return DeltaSchema.from_json(json.dumps(schema.jsonValue()))
+    return DeltaSchema.from_json(to_delta_json(schema))
+
+
+def to_delta_json(schema: StructType) -> str:
+    """The ``schemaString`` of a Delta metaData action (Spark's own schema JSON)."""
+    return json.dumps(schema.jsonValue(), separators=(",", ":"))
+
+
+def from_delta_json(schema_string: str) -> StructType:
+    return StructType.fromJson(json.loads(schema_string))
 
 
 def check_writable(schema: StructType, partition_by: list[str]) -> None:

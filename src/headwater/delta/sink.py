@@ -4,21 +4,29 @@ Structured Streaming may run a micro-batch again after a crash (the batch was pl
 logged in the checkpoint, but its completion was not). Every batch is committed with the
 Delta transaction ``(app_id, batchId)``, ``app_id`` derived from the checkpoint location,
 so a batch that already reached the table is skipped: exactly-once, by Delta's own rule.
+Commits are ``STREAMING UPDATE`` in the table's history, with the query id and epoch.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Literal
 
 from pyspark.sql import DataFrame
 
 from headwater import storage
-from headwater.delta.write import write_dataframe
+from headwater.delta.commit_info import Operation
+from headwater.delta.options import WriteSpec
+from headwater.delta.write import WriteResult, write
 from headwater.errors import OptionError
 
 log = logging.getLogger(__name__)
+
+OutputMode = Literal["append", "complete"]
 
 
 def app_id_for(checkpoint_location: str) -> str:
@@ -27,17 +35,30 @@ def app_id_for(checkpoint_location: str) -> str:
     return f"headwater-stream-{digest}"
 
 
+def output_mode(mode: str | None) -> OutputMode:
+    text = (mode or "append").lower()
+    if text not in ("append", "complete"):
+        raise OptionError(
+            f"Output mode '{mode}' is not supported by the delta sink; use 'append', "
+            "or 'complete' (the table is replaced by the full result each batch)."
+        )
+    return "complete" if text == "complete" else "append"
+
+
 class DeltaStreamSink:
-    """The ``foreachBatch`` function that commits micro-batches to one Delta table."""
+    """The ``foreachBatch`` function that commits micro-batches to one Delta table.
+
+    ``spec`` carries the write options (``mergeSchema``, partitioning, ...); its mode and
+    transaction are set per batch.
+    """
 
     def __init__(
         self,
         path: str,
         checkpoint_location: str | None,
-        output_mode: str,
-        options: dict[str, str],
-        partition_by: list[str] | None = None,
-        on_commit: Callable[[object], None] | None = None,
+        mode: OutputMode,
+        spec: WriteSpec | None = None,
+        on_commit: Callable[[WriteResult], None] | None = None,
     ) -> None:
         if not checkpoint_location:
             raise OptionError(
@@ -45,31 +66,38 @@ class DeltaStreamSink:
                 ".option('checkpointLocation', '/path/to/checkpoint'). It records the query's "
                 "progress and makes each batch commit exactly once."
             )
-        mode = (output_mode or "append").lower()
-        if mode not in ("append", "complete"):
-            raise OptionError(
-                f"Output mode '{output_mode}' is not supported by the delta sink; use 'append', "
-                "or 'complete' (the table is replaced by the full result each batch)."
-            )
         self.path = path
-        self.mode = "overwrite" if mode == "complete" else "append"
-        self.options = {
-            k: v for k, v in options.items() if k.lower() not in ("checkpointlocation", "path")
-        }
-        self.partition_by = partition_by
+        self.checkpoint = checkpoint_location
+        self.output_mode = mode
+        self.spec = replace(
+            spec or WriteSpec(), mode="overwrite" if mode == "complete" else "append"
+        )
         self.app_id = app_id_for(checkpoint_location)
         self.on_commit = on_commit
+        self._query_id: str | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        result = write_dataframe(
-            df,
-            self.path,
-            mode=self.mode,
-            options=self.options,
-            partition_by=self.partition_by,
-            txn=(self.app_id, int(batch_id)),
-        )
+        spec = replace(self.spec, txn=(self.app_id, int(batch_id)))
+        operation = Operation.streaming_update(self.output_mode, self.query_id(), int(batch_id))
+        result = write(df, self.path, spec, operation)
         if result.version is None:
             log.info("batch %s already committed to %s; skipped", batch_id, self.path)
         elif self.on_commit is not None:
             self.on_commit(result)
+
+    def query_id(self) -> str:
+        """The query's id, as Spark keeps it in the checkpoint (stable across restarts)."""
+        if self._query_id is None:
+            try:
+                found = json.loads(storage.read_bytes(storage.join(self.checkpoint, "metadata")))
+                self._query_id = str(found.get("id", ""))
+            except (OSError, ValueError):
+                self._query_id = ""
+        return self._query_id
+
+
+def sink_spec(options: Mapping[str, str], partition_by: list[str] | None) -> WriteSpec:
+    """The write options of ``writeStream.format("delta")`` (``checkpointLocation`` and
+    ``path`` are the stream's own)."""
+    kept = {k: v for k, v in options.items() if k.lower() not in ("checkpointlocation", "path")}
+    return WriteSpec.from_options(kept, "append", partition_by)

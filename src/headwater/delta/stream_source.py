@@ -34,10 +34,10 @@ from pyspark.sql.types import StructType
 from headwater import storage
 from headwater.delta import cdf, deletion_vectors, mapping
 from headwater.delta.log import DeltaLog
-from headwater.delta.options import as_bool, as_bytes, as_int
 from headwater.delta.scan import FileTask, read_files
 from headwater.delta.source import physical_for, plan_partitions
 from headwater.errors import StreamingSourceChangedError
+from headwater.options import as_bool, as_bytes, as_int
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """CREATE [OR REPLACE] TABLE [AS SELECT], ALTER TABLE, DROP TABLE for Delta tables.
 
 Tables are created through the catalog (``DeltaTable.create`` builder / :class:`Catalog`),
-written through :func:`headwater.delta.write.write_dataframe`, altered through
+written through :func:`headwater.delta.write.write`, altered through
 :mod:`headwater.delta.alter`. Statements about other tables (``USING parquet``, Hive
 ``STORED AS``, a Spark view) are Spark's: the handlers return ``PASS``.
 """
@@ -17,16 +17,18 @@ from sqlglot.tokens import TokenType
 
 from headwater.catalog import Catalog
 from headwater.catalog.names import parse as parse_name
-from headwater.ddl import parse_type
 from headwater.delta import alter as delta_alter
+from headwater.delta.commit_info import Operation
 from headwater.delta.log import DeltaLog
+from headwater.delta.options import WriteSpec
 from headwater.delta.tables import DeltaTable
-from headwater.delta.write import write_dataframe
+from headwater.delta.write import write
 from headwater.errors import TableAlreadyExistsError
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor, TableRef
 from headwater.sql.refs import entry_of, from_table, in_spark_catalog, is_delta, resolve_at
 from headwater.sql.text import DIALECT, parse
+from headwater.sqltypes import parse_type
 
 log = logging.getLogger(__name__)
 
@@ -118,18 +120,21 @@ class _Spec:
                 else:
                     self.properties[key] = value.name if value is not None else ""
 
-    @property
-    def delta_properties(self) -> dict[str, str] | None:
-        """The ``delta.*`` properties: the only ones delta-rs takes when it writes metadata."""
-        return {k: v for k, v in self.properties.items() if k.startswith("delta.")} or None
+    def write_spec(self, replace: bool) -> WriteSpec:
+        """How a CREATE [OR REPLACE] ... AS SELECT (or a replace by an empty table) writes:
+        properties and comment land in the same commit as the data."""
+        return WriteSpec(
+            mode="overwrite" if replace else "error",
+            overwrite_schema=replace,
+            partition_by=tuple(self.partitions),
+            configuration=dict(self.properties) or None,
+            description=self.comment,
+        )
 
-    def set_metadata(self, path: str) -> None:
-        """Other properties and the comment, set by a metadata commit after the write."""
-        other = {k: v for k, v in self.properties.items() if not k.startswith("delta.")}
-        if other:
-            delta_alter.set_properties(path, other)
-        if self.comment is not None:
-            delta_alter.set_description(path, self.comment)
+    def operation(self, as_select: bool, replace: bool) -> Operation:
+        return Operation.create_table(
+            self.partitions, self.properties, self.comment, as_select, replace
+        )
 
     def existing_path(self, ctx: Context) -> str | None:
         if self.ref.path is not None:
@@ -167,16 +172,7 @@ def _create_empty(
         if not columns:
             raise ctx.stmt.error("CREATE OR REPLACE TABLE needs the new columns.")
         empty = ctx.spark.createDataFrame([], columns)
-        options = {"overwriteSchema": "true"}
-        write_dataframe(
-            empty,
-            existing,
-            "overwrite",
-            options,
-            spec.partitions,
-            configuration=spec.delta_properties,
-        )
-        spec.set_metadata(existing)
+        write(empty, existing, spec.write_spec(True), spec.operation(False, True))
         _mirror(ctx, spec.ref)
         return ctx.empty()
     if not columns:
@@ -234,19 +230,16 @@ def _create_as_select(ctx: Context, spec: _Spec, replace: bool, if_not_exists: b
         entry = catalog.entry_for_write(spec.ref.name, None if existing else spec.location)
         path = entry.location
     try:
-        result = write_dataframe(
+        result = write(
             df,
             path,
-            "overwrite" if existing else "error",
-            {"overwriteSchema": "true"} if existing else {},
-            spec.partitions,
-            configuration=spec.delta_properties,
+            spec.write_spec(bool(existing)),
+            spec.operation(True, bool(existing)),
         )
     except BaseException:
         if new_entry:
             catalog.registry.remove(parse_name(spec.ref.name))
         raise
-    spec.set_metadata(path)
     if entry is not None:
         catalog.register_in_spark(entry)
     return ctx.rows(

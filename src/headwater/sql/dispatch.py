@@ -23,6 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
+from headwater.originals import original
 from headwater.sql import ddl, dml, maintenance
 from headwater.sql.context import PASS, Context, SqlFn
 from headwater.sql.copy_into import copy_into
@@ -176,9 +177,7 @@ def _spark_offset(stmt: Statement, e: BaseException, text_of: str) -> int | None
 
 
 def _original() -> SqlFn:
-    from headwater.api_hooks import original
-
-    return original("SparkSession.sql")
+    return original(SparkSession, "sql")
 
 
 def statements(

@@ -18,8 +18,9 @@ from sqlglot.tokens import TokenType
 from headwater.catalog import Catalog
 from headwater.delta import dml
 from headwater.delta.log import DeltaLog
+from headwater.delta.options import WriteSpec
 from headwater.delta.tables import DeltaTable
-from headwater.delta.write import write_dataframe
+from headwater.delta.write import write
 from headwater.errors import SchemaMismatchError
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor, matching_paren
@@ -110,12 +111,12 @@ def insert(ctx: Context) -> DataFrame | object:
         out = _arrange(source, schema, columns, bool(tree.args.get("by_name")))
     except SchemaMismatchError as e:
         raise cur.error(str(e), ref_tok) from e
-    options = {}
     replace_where = tree.args.get("where")
-    if replace_where is not None:
-        options["replaceWhere"] = _sql(replace_where, ctx)
-        overwrite = True
-    result = write_dataframe(out, table.path, "overwrite" if overwrite else "append", options)
+    spec = WriteSpec(
+        mode="overwrite" if overwrite or replace_where is not None else "append",
+        replace_where=None if replace_where is None else _sql(replace_where, ctx),
+    )
+    result = write(out, table.path, spec)
     return _metrics(ctx, num_affected_rows=result.num_rows, num_inserted_rows=result.num_rows)
 
 

@@ -1,24 +1,30 @@
-"""The deletion-vector descriptors of a snapshot's live files, replayed from the log.
+"""The log's own add actions at a version, replayed from the newest checkpoint and commits.
 
-A commit that removes a file carrying a deletion vector must name that vector in its
-``remove`` action: readers pair adds and removes by (path, deletion vector), so a remove
-without it leaves the file live. delta-rs reads deletion vectors but its Python API does
-not expose their descriptors, so they are read here: the newest checkpoint at or before
-the version (classic, multi-part, or V2 with sidecars), then the JSON commits after it.
+delta-rs gives a snapshot's files with their paths, sizes, partition values and stats, but
+not their deletion-vector descriptors, tags or other fields. A commit that removes a file
+with a deletion vector must name that vector in its ``remove`` (readers pair adds and
+removes by path and vector), and a file re-added with a new vector repeats its add as
+logged, so those come from here: the newest complete checkpoint at or before the version
+(classic, multi-part, or V2 with sidecars), then the JSON commits after it.
+
+Tables without the ``deletionVectors`` feature need none of this: their removes are built
+from the snapshot's file list alone (:func:`removes`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from urllib.parse import unquote
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from headwater import storage
-from headwater.delta.log import DeltaLog
+from headwater.delta import deletion_vectors
+from headwater.delta.actions import AddFile, RemoveFile, decode_path, now_ms
+from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.errors import CorruptLogError
 
 _CHECKPOINT = re.compile(
@@ -26,73 +32,82 @@ _CHECKPOINT = re.compile(
 )
 
 
-def live_descriptors(dlog: DeltaLog, version: int) -> dict[str, dict]:
-    """``{path: {"path": <path as the log wrote it>, "deletionVector": {...}}}`` for every
-    live file with a deletion vector at ``version``; keys are decoded relative paths, as in
-    :class:`headwater.delta.log.DataFile`."""
+def has_vectors(snapshot: Snapshot) -> bool:
+    return "deletionVectors" in snapshot.protocol.all_reader_features
+
+
+def live_adds(dlog: DeltaLog, version: int, paths: set[str] | None = None) -> dict[str, AddFile]:
+    """The add action of each live file at ``version`` (of those in ``paths`` when given),
+    keyed by decoded relative path, as in :class:`headwater.delta.log.DataFile`."""
     state, _ = _replay(dlog, version)
     return {
-        key: {
-            "path": add["path"],
-            "deletionVector": {k: v for k, v in add["deletionVector"].items() if v is not None},
-        }
-        for key, add in state.items()
-        if add.get("deletionVector")
+        key: AddFile.from_json(add) for key, add in state.items() if paths is None or key in paths
     }
 
 
-def removed_vectors(dlog: DeltaLog, snapshot, removes) -> dict[str, dict]:
-    """The log's path and deletion vector of each removed file that has one, which its
-    remove must repeat ({} on tables without the deletionVectors feature)."""
-    if not removes or "deletionVectors" not in (snapshot.table.protocol().reader_features or []):
-        return {}
-    wanted = {r.path for r in removes} & set(snapshot.deletion_vectors)
+def removes(
+    snapshot: Snapshot, files: Iterable[DataFile], data_change: bool = True
+) -> list[RemoveFile]:
+    """The remove actions of ``files`` (live files of ``snapshot``), each naming the
+    deletion vector its add carries."""
+    files = list(files)
+    now = now_ms()
+    if not files:
+        return []
+    vectors = live_vectors(snapshot, {f.path for f in files}) if has_vectors(snapshot) else {}
+    out = []
+    for f in files:
+        logged = vectors.get(f.path)
+        if logged is not None:
+            out.append(logged.remove(data_change, now))
+        else:
+            out.append(
+                RemoveFile(f.logged_path, now, data_change, dict(f.partition_values), f.size)
+            )
+    return out
+
+
+def live_vectors(snapshot: Snapshot, paths: set[str]) -> dict[str, AddFile]:
+    """The logged adds of those files in ``paths`` that carry a deletion vector."""
+    wanted = paths & set(snapshot.deletion_vectors)
     if not wanted:
         return {}
-    descriptors = live_descriptors(dlog, snapshot.version)
-    missing = wanted - set(descriptors)
+    logged = live_adds(DeltaLog(snapshot.root), snapshot.version, wanted)
+    missing = {p for p in wanted if logged.get(p) is None or logged[p].deletion_vector is None}
     if missing:
         raise CorruptLogError(
             f"The log of {snapshot.root} gives no deletion vector for {sorted(missing)[0]}, "
             "which delta-rs reads with one; nothing was committed."
         )
-    return {path: descriptors[path] for path in wanted}
+    return logged
 
 
-def deleted_counts(snapshot) -> dict[str, int]:
+def deleted_counts(snapshot: Snapshot) -> dict[str, int]:
     """Rows each file's deletion vector deletes (its cardinality, from the log)."""
-    if "deletionVectors" not in (snapshot.table.protocol().reader_features or []):
+    if not has_vectors(snapshot):
         return {}
-    descriptors = live_descriptors(DeltaLog(snapshot.root), snapshot.version)
-    return {path: int(d["deletionVector"]["cardinality"]) for path, d in descriptors.items()}
+    return {
+        path: int(add.deletion_vector["cardinality"])
+        for path, add in live_adds(DeltaLog(snapshot.root), snapshot.version).items()
+        if add.deletion_vector is not None
+    }
 
 
 def deleted_positions(dlog: DeltaLog, version: int, paths: set[str]) -> dict[str, np.ndarray]:
     """The row positions (uint64) the deletion vector of each file in ``paths`` deletes
     (files without a vector are left out)."""
-    from headwater.delta import deletion_vectors
-
     cache: dict[str, bytes] = {}  # one read of a vector file many data files share
     return {
-        path: deletion_vectors.read(dlog.root, d["deletionVector"], cache)
-        for path, d in live_descriptors(dlog, version).items()
-        if path in paths
+        path: deletion_vectors.read(dlog.root, add.deletion_vector, cache)
+        for path, add in live_adds(dlog, version, paths).items()
+        if add.deletion_vector is not None
     }
-
-
-def live_adds(dlog: DeltaLog, version: int, paths: set[str]) -> dict[str, dict]:
-    """The log's add action (as written: stats JSON, tags, vector) of each live file in
-    ``paths`` (decoded relative paths), for commits that re-add a file with a new vector."""
-    state, _ = _replay(dlog, version)
-    return {key: add for key, add in state.items() if key in paths}
 
 
 def referenced_vector_files(dlog: DeltaLog, version: int, since_ms: int) -> set[str]:
     """The deletion-vector files versions from ``since_ms`` (epoch ms) on read, which VACUUM
     must not delete: those of live files at ``version`` and those of files removed at or
     after ``since_ms`` (a remove without a timestamp counts as recent)."""
-    from headwater.delta import deletion_vectors
-
     state, tombstones = _replay(dlog, version)
     named = [a["deletionVector"] for a in state.values() if a.get("deletionVector")]
     named += [
@@ -107,18 +122,18 @@ def referenced_vector_files(dlog: DeltaLog, version: int, since_ms: int) -> set[
 def _replay(dlog: DeltaLog, version: int) -> tuple[dict[str, dict], list[dict]]:
     """(live adds by decoded path, the removes still in the log)."""
     start, files, tombstones = _checkpoint(dlog, version)
-    state = {unquote(a["path"]): a for a in files}
+    state = {decode_path(a["path"]): a for a in files}
     for v in range(start + 1, version + 1):
         actions = dlog.commit_actions(v)
         # A commit that replaces a file's vector removes and re-adds the same path: removes
         # first, whatever order the writer used, so the re-added file stays live.
         for action in actions:
             if "remove" in action:
-                state.pop(unquote(action["remove"]["path"]), None)
+                state.pop(decode_path(action["remove"]["path"]), None)
                 tombstones.append(action["remove"])
         for action in actions:
             if "add" in action:
-                state[unquote(action["add"]["path"])] = action["add"]
+                state[decode_path(action["add"]["path"])] = action["add"]
     return state, tombstones
 
 
@@ -138,12 +153,12 @@ def _checkpoint(dlog: DeltaLog, version: int) -> tuple[int, list[dict], list[dic
             if key.startswith("multi-") and len(paths) != int(key.split("-", 1)[1]):
                 continue  # an incomplete multi-part checkpoint is ignored, as readers do
             adds: list[dict] = []
-            removes: list[dict] = []
+            removes_: list[dict] = []
             for path in sorted(paths):
                 more_adds, more_removes = _checkpoint_actions(dlog, path)
                 adds += more_adds
-                removes += more_removes
-            return v, adds, removes
+                removes_ += more_removes
+            return v, adds, removes_
     return -1, [], []
 
 
@@ -152,18 +167,18 @@ def _checkpoint_actions(dlog: DeltaLog, path: str) -> tuple[list[dict], list[dic
         text = storage.read_bytes(path).decode("utf-8")
         actions = [json.loads(line) for line in text.splitlines() if line.strip()]
         adds = [a["add"] for a in actions if "add" in a]
-        removes = [a["remove"] for a in actions if "remove" in a]
+        removes_ = [a["remove"] for a in actions if "remove" in a]
         sidecars = [a["sidecar"]["path"] for a in actions if "sidecar" in a]
     else:
         table = _read(path)
-        adds, removes = _non_null(table, "add"), _non_null(table, "remove")
+        adds, removes_ = _non_null(table, "add"), _non_null(table, "remove")
         sidecars = [s["path"] for s in _non_null(table, "sidecar")]
     for sidecar in sidecars:
         full = sidecar if "://" in sidecar else storage.join(dlog.log_dir, "_sidecars", sidecar)
         table = _read(full)
         adds += _non_null(table, "add")
-        removes += _non_null(table, "remove")
-    return adds, removes
+        removes_ += _non_null(table, "remove")
+    return adds, removes_
 
 
 def _read(path: str) -> pa.Table:

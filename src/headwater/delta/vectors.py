@@ -9,8 +9,6 @@ commit with its new vector (the old vector's positions included), as delta-spark
 
 from __future__ import annotations
 
-import json
-import time
 from urllib.parse import unquote
 
 import numpy as np
@@ -20,10 +18,12 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame
 
 from headwater import storage
-from headwater.delta import change_data, deletion_vectors, dv_descriptors, raw_commit
-from headwater.delta.dml import FILE_COL, ROW_INDEX_COL
+from headwater.delta import change_data, deletion_vectors, replay
+from headwater.delta.actions import AddFile, now_ms
 from headwater.delta.log import DeltaLog, Snapshot
 from headwater.delta.read import native_eligible
+from headwater.delta.target import FILE_COL, ROW_INDEX_COL
+from headwater.delta.transaction import Transaction
 from headwater.errors import CorruptLogError
 
 ENABLE = "delta.enableDeletionVectors"
@@ -31,12 +31,11 @@ ENABLE = "delta.enableDeletionVectors"
 
 def applies(snapshot: Snapshot) -> bool:
     """True when DML on this table writes deletion vectors: the table asks for them, its
-    files can be read natively with row positions, and its log is on a local filesystem
-    (the commit goes through :mod:`raw_commit`). The change data feed keeps the rewrite
-    plan, which records its changes in cdc files."""
+    files can be read natively with row positions, and its log is on a local filesystem.
+    The change data feed keeps the rewrite plan, which records its changes in cdc files."""
     if snapshot.configuration.get(ENABLE, "false").lower() != "true":
         return False
-    if "deletionVectors" not in (snapshot.table.protocol().writer_features or []):
+    if "deletionVectors" not in snapshot.protocol.all_writer_features:
         return False
     if change_data.enabled(snapshot.configuration):
         return False
@@ -64,38 +63,32 @@ def has_duplicates(pairs: pa.Table) -> bool:
 
 
 def commit(
-    dlog: DeltaLog,
-    snapshot: Snapshot,
+    txn: Transaction,
     deleted: pa.Table,
-    adds: list,
-    operation: str,
-    parameters: dict,
+    adds: list[AddFile],
     metrics: dict[str, int],
-    txn: tuple[str, int] | None = None,
-    schema=None,
     removed_metric: str = "numRemovedFiles",
 ) -> tuple[int | None, dict[str, int]]:
     """Commit ``deleted`` ((file, row) pairs, files as Spark names them) as deletion vectors,
-    together with ``adds``; returns (version, metrics with the vector counts added and
-    ``removed_metric``: the files all of whose rows are now deleted, removed outright)."""
+    together with ``adds``, in ``txn``; returns (version, metrics with the vector counts
+    added and ``removed_metric``: the files all of whose rows are now deleted, removed
+    outright)."""
+    snapshot = txn.snapshot
+    assert snapshot is not None
     by_uri = _files_by_uri(snapshot, deleted)
     paths = set(by_uri.values())
-    logged = dv_descriptors.live_adds(dlog, snapshot.version, paths)  # one log replay
+    logged = replay.live_adds(DeltaLog(snapshot.root), snapshot.version, paths)  # one replay
     missing = paths - set(logged)
     if missing:
         raise CorruptLogError(
             f"The log of {snapshot.root} has no add action for {sorted(missing)[0]}, which "
             "the scan read; nothing was committed."
         )
-    old_descriptors = {
-        path: {"deletionVector": {k: v for k, v in add["deletionVector"].items() if v is not None}}
-        for path, add in logged.items()
-        if add.get("deletionVector")
-    }
     cache: dict[str, bytes] = {}
     old = {
-        path: deletion_vectors.read(snapshot.root, d["deletionVector"], cache)
-        for path, d in old_descriptors.items()
+        path: deletion_vectors.read(snapshot.root, add.deletion_vector, cache)
+        for path, add in logged.items()
+        if add.deletion_vector is not None
     }
     new_rows: dict[str, np.ndarray] = {}
     for uri, rows in _rows_by_file(deleted).items():
@@ -104,37 +97,27 @@ def commit(
     vectors, dropped = {}, []
     for path, rows in new_rows.items():
         union = np.union1d(old.get(path, np.zeros(0, np.uint64)), rows)
-        if _num_records(logged[path]) == len(union):
+        if logged[path].num_records == len(union):
             dropped.append(path)  # every row deleted: the file goes, no vector needed
         else:
             vectors[path] = union
     descriptors = deletion_vectors.write(snapshot.root, vectors) if vectors else {}
-    actions = _file_actions(list(new_rows), logged, old_descriptors, descriptors)
+    now = now_ms()
+    txn.remove_files(logged[p].remove(timestamp=now) for p in new_rows)
+    txn.add_files(logged[p].with_vector(descriptors[p]) for p in new_rows if p in descriptors)
+    txn.add_files(adds)
     metrics = {
         **metrics,
         removed_metric: len(dropped),
-        "numDeletionVectorsAdded": len([p for p in descriptors if p not in old_descriptors]),
-        "numDeletionVectorsUpdated": len([p for p in descriptors if p in old_descriptors]),
-        "numDeletionVectorsRemoved": len([p for p in dropped if p in old_descriptors]),
+        "numDeletionVectorsAdded": len([p for p in descriptors if p not in old]),
+        "numDeletionVectorsUpdated": len([p for p in descriptors if p in old]),
+        "numDeletionVectorsRemoved": len([p for p in dropped if p in old]),
     }
-    if not actions and not adds and txn is None:
+    txn.metrics = dict(metrics)
+    if txn.is_empty:
         return None, metrics
     try:
-        version = raw_commit.commit_actions(
-            dlog,
-            snapshot,
-            adds=adds,
-            removes=[],
-            cdc=[],
-            operation=operation,
-            info={
-                "operationParameters": {k: str(v) for k, v in parameters.items()},
-                "operationMetrics": {k: str(v) for k, v in metrics.items()},
-            },
-            schema=schema,
-            txn=txn,
-            log_actions=actions,
-        )
+        version = txn.commit()
     except BaseException:
         if descriptors:  # the new vector file is named by nothing committed
             storage.delete_file(
@@ -142,39 +125,6 @@ def commit(
             )
         raise
     return version, metrics
-
-
-def _file_actions(
-    paths: list[str], logged: dict[str, dict], old: dict[str, dict], new: dict[str, dict]
-) -> list[dict]:
-    """Per touched file: its remove (naming the vector it had) and, unless all its rows are
-    now deleted, its re-add with the new vector (same path, size and stats)."""
-    now = int(time.time() * 1000)
-    actions: list[dict] = []
-    for path in paths:
-        add = logged[path]
-        remove = {
-            "path": add["path"],
-            "deletionTimestamp": now,
-            "dataChange": True,
-            "extendedFileMetadata": True,
-            "partitionValues": add.get("partitionValues") or {},
-            "size": add.get("size"),
-        }
-        if add.get("tags"):
-            remove["tags"] = add["tags"]
-        if path in old:
-            remove["deletionVector"] = old[path]["deletionVector"]
-        actions.append({"remove": remove})
-        if path in new:
-            readd = {k: v for k, v in add.items() if v is not None}
-            readd.update(dataChange=True, deletionVector=new[path])
-            if readd.get("stats"):
-                stats = json.loads(readd["stats"])
-                stats["tightBounds"] = False  # deleted rows may hold the min or max
-                readd["stats"] = json.dumps(stats, separators=(",", ":"))
-            actions.append({"add": readd})
-    return actions
 
 
 def _files_by_uri(snapshot: Snapshot, deleted: pa.Table) -> dict[str, str]:
@@ -205,11 +155,3 @@ def _rows_by_file(deleted: pa.Table) -> dict[str, np.ndarray]:
     groups = np.split(rows[order], starts[1:])
     names = encoded.dictionary.to_pylist()
     return {names[code]: group for code, group in zip(uniques, groups, strict=True)}
-
-
-def _num_records(add: dict) -> int | None:
-    stats = add.get("stats")
-    if not stats:
-        return None
-    n = json.loads(stats).get("numRecords")
-    return None if n is None else int(n)

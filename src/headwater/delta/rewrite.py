@@ -1,0 +1,102 @@
+"""Committing what a DML changed: the removes of the rewritten files, the adds of their
+replacements and, on tables with the change data feed, the changed rows, as one version.
+
+A DML's transaction is opened on the snapshot it read (:func:`open_transaction`), so a
+commit that lands in between is checked against the files it read (see
+:mod:`.transaction`). delta-spark's idempotent-write settings make a replayed
+``foreachBatch`` MERGE/UPDATE/DELETE a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from headwater.delta import change_data, replay
+from headwater.delta import schema as schemas
+from headwater.delta.actions import AddCDCFile, AddFile
+from headwater.delta.commit_info import Operation
+from headwater.delta.data_files import discard_files
+from headwater.delta.log import DataFile, DeltaLog, Snapshot
+from headwater.delta.transaction import PartitionFilter, Transaction
+from headwater.errors import ConcurrentModificationException
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+
+
+@dataclass(frozen=True)
+class Result:
+    version: int | None  # None: nothing committed
+    metrics: dict[str, int] = field(default_factory=dict)
+
+
+def open_transaction(
+    spark: SparkSession, snapshot: Snapshot, operation: Operation
+) -> tuple[Transaction, bool]:
+    """The DML's transaction, and True when it already ran: delta-spark's idempotent-write
+    confs (set both in a ``foreachBatch`` function: a stable app id, the batch id) name an
+    application version the table has recorded."""
+    txn = Transaction(DeltaLog(snapshot.root), snapshot, operation)
+    app_id = spark.conf.get(TXN_APP_ID, None)
+    version = spark.conf.get(TXN_VERSION, None)
+    if not app_id or version is None:
+        return txn, False
+    done = txn.app_version(app_id)
+    if done is not None and done >= int(version):
+        return txn, True
+    txn.set_app_version(app_id, int(version))
+    return txn, False
+
+
+def evolve_schema(txn: Transaction, schema: StructType) -> None:
+    """Stage ``schema`` (the read schema with columns added) as the table's new schema,
+    when it differs (MERGE with schema evolution)."""
+    snapshot = txn.snapshot
+    assert snapshot is not None
+    if schema == snapshot.schema:
+        return
+    snapshot.check_writable(schema_change=True)
+    new = schemas.to_delta_json(schemas.as_nullable(schema))
+    txn.update_metadata(replace(snapshot.metadata, schema_string=new))
+
+
+def commit_rewrite(
+    txn: Transaction,
+    *,
+    read: list[DataFile],
+    partitions: PartitionFilter | None,
+    removed: list[DataFile],
+    adds: list[AddFile],
+    metrics: dict[str, int],
+    schema: StructType | None = None,
+    changes: Callable[[], DataFrame] | None = None,
+) -> int | None:
+    """Commit a DML that rewrote files: ``read`` (files it read, in the partitions
+    ``partitions`` selects), ``removed`` (files it replaces), ``adds`` (their replacements
+    and new rows), ``schema`` (a wider schema, MERGE with schema evolution). ``changes``
+    builds the changed rows (with ``_change_type``), recorded when the table has the change
+    data feed and files were rewritten. None when there was nothing to commit."""
+    snapshot = txn.snapshot
+    assert snapshot is not None
+    txn.read_files([f.path for f in read], partitions)
+    if schema is not None:
+        evolve_schema(txn, schema)
+    removes = replay.removes(snapshot, removed)
+    cdc: list[AddCDCFile] = []
+    if changes is not None and removes and change_data.enabled(snapshot.configuration):
+        cdc = change_data.write_changes(changes(), snapshot, schema or snapshot.schema)
+        txn.add_cdc_files(cdc)
+    txn.remove_files(removes)
+    txn.add_files(adds)
+    txn.metrics = dict(metrics)
+    if txn.is_empty:
+        return None
+    try:
+        return txn.commit()
+    except ConcurrentModificationException:
+        discard_files(snapshot.root, [*adds, *cdc])
+        raise
