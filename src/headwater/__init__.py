@@ -2,9 +2,9 @@
 
 from typing import Any
 
-from headwater.session import install, session
+from headwater.session import install, session, uninstall
 
-__all__ = ["install", "session", "sql"]
+__all__ = ["install", "session", "sql", "uninstall"]
 __version__ = "0.1.0"
 
 

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
 
         run(args.output, args.master)
     elif args.command == "sql":
-        from headwater.sql.shell import main as sql_main
+        from headwater.shell import main as sql_main
 
         return sql_main(args.execute, args.file, args.warehouse, args.master)
     return 0

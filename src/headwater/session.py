@@ -101,17 +101,40 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     tables use Spark's native Parquet I/O where that is exact, and attaches the persistent
     catalog rooted at ``warehouse`` (default: the session's ``spark.sql.warehouse.dir``).
     """
-    from headwater import api_hooks
+    from headwater import adapter
     from headwater.autoloader.source import CloudFilesDataSource
     from headwater.catalog import Catalog
     from headwater.delta.source import DeltaDataSource
 
+    _refuse_connect(spark)
     for key, value in _REQUIRED_CONF.items():
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
     spark.dataSource.register(DeltaDataSource)
     spark.dataSource.register(CloudFilesDataSource)
-    api_hooks.install_hooks()
+    adapter.install()
     root = warehouse or spark.conf.get("spark.sql.warehouse.dir")
     Catalog.attach(spark, str(root).removeprefix("file:"))
     return spark
+
+
+def uninstall() -> None:
+    """Put PySpark's own reader, writer and session methods back (every session of the
+    process): Delta tables are then reachable through :mod:`headwater.api` only."""
+    from headwater import adapter
+
+    adapter.uninstall()
+
+
+def _refuse_connect(spark: object) -> None:
+    """The adapter wraps classic PySpark; a Spark Connect session's builders are other
+    classes, which it would silently not reach."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from headwater.errors import UnsupportedOperationError
+
+        raise UnsupportedOperationError(
+            "headwater runs on classic PySpark sessions, not on Spark Connect "
+            "(sc://...): Delta reads and writes would reach Spark's own delta source, which "
+            "this installation does not have. Build the session with headwater.session() "
+            "(or SparkSession.builder.master(...)) instead of .remote(...)."
+        )

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from headwater.errors import HeadwaterError
+
 log = logging.getLogger(__name__)
 
 __all__ = ["cloud_files_state", "run_with_schema_evolution"]
@@ -40,6 +42,8 @@ def cloud_files_state(location: str, spark: SparkSession | None = None):
 
     data = [(p, s, ts(m), ts(d), ts(c), ts(a)) for p, s, m, d, c, a in rows]
     session = spark or SparkSession.getActiveSession()
+    if session is None:
+        raise HeadwaterError("No active SparkSession: pass spark=, or build one first.")
     schema = (
         "path string, size long, modification_time timestamp, discovery_time timestamp, "
         "commit_time timestamp, archive_time timestamp"

@@ -67,7 +67,7 @@ class Catalog:
     def of(cls, spark: SparkSession) -> Catalog:
         catalog = getattr(spark, "_headwater_catalog", None)
         if catalog is None:
-            warehouse = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+            warehouse = str(spark.conf.get("spark.sql.warehouse.dir")).removeprefix("file:")
             catalog = cls.attach(spark, warehouse)
         return catalog
 

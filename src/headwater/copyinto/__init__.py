@@ -67,4 +67,4 @@ def loaded_files(spark, target: str) -> list[str]:
     tgt = resolve(spark, target)
     if tgt.snapshot is None:
         return []
-    return sorted(_loaded(tgt.root, tgt.version, tgt.table_id()))
+    return sorted(_loaded(tgt.root, tgt.snapshot.version, tgt.table_id()))

@@ -105,7 +105,7 @@ def copy_into(
         loaded: set[str] = set()
         if tgt.snapshot is not None and not spec.force:
             loaded = record.loaded_files(
-                tgt.root, tgt.version, tgt.table_id(), cache=spec.validate is None
+                tgt.root, tgt.snapshot.version, tgt.table_id(), cache=spec.validate is None
             )
         plan = plan_files(spec, loaded)
         if spec.validate is not None:
@@ -225,7 +225,8 @@ def _validate(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) 
     if spec.validate != "all":
         if out is None:
             return spark.createDataFrame([], schema)
-        rows = _run(lambda: out.limit(int(spec.validate)).collect())
+        limit = int(spec.validate or 0)
+        rows = _run(lambda: out.limit(limit).collect())
         return spark.createDataFrame(rows, out.schema)
     nrows = 0
     if out is not None:
@@ -239,7 +240,7 @@ def _validate(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) 
             )
         )
         nrows = int(seen.get["rows"])
-    corrupt = (set(acc.value) | rs.corrupt) if rs is not None else set()
+    corrupt = (set(acc.value) | rs.corrupt) if rs is not None and acc is not None else set()
     return spark.createDataFrame(
         [(len(plan.files) - len(corrupt), nrows, len(corrupt), _ddl(schema))], VALIDATE_SCHEMA
     )

@@ -49,7 +49,7 @@ class Target:
         return self.snapshot.partition_columns if self.snapshot is not None else []
 
     def table_id(self) -> str | None:
-        return self.snapshot.table.metadata().id if self.snapshot is not None else None
+        return self.snapshot.metadata.id if self.snapshot is not None else None
 
 
 def resolve(spark: SparkSession, target: str) -> Target:

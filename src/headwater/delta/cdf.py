@@ -12,6 +12,7 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from typing import overload
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -43,6 +44,14 @@ def cdf_schema(schema: StructType) -> StructType:
     return StructType([*[f for f in schema.fields if f.name not in CDF_NAMES], *CDF_FIELDS])
 
 
+@overload
+def data_part(schema: StructType) -> StructType: ...
+
+
+@overload
+def data_part(schema: None) -> None: ...
+
+
 def data_part(schema: StructType | None) -> StructType | None:
     """``schema`` without the change feed's own columns."""
     if schema is None:
@@ -54,7 +63,7 @@ def data_part(schema: StructType | None) -> StructType | None:
 
 
 def commit_timestamp_ms(dlog: DeltaLog, version: int, actions: list[dict]) -> int:
-    info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+    info: dict = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
     ts = info.get("inCommitTimestamp") or info.get("timestamp")
     if ts is None:
         fs, path = storage.filesystem(storage.join(dlog.log_dir, f"{version:020d}.json"))
@@ -279,6 +288,7 @@ def read_changes(
         arrow_schema(StructType([*phys.fields, CDF_FIELDS[0]])) if phys is not None else None
     )
     for task in tasks:
+        assert task.change is not None  # every change-feed task says what it holds
         kind, version, ts = task.change
         plain_task = dataclasses.replace(task, change=None)
         if kind is None:  # a cdc file: the change type is a column of the file

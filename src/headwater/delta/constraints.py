@@ -33,9 +33,9 @@ def checked(
     by_lower = {c.lower(): c for c in df.columns}
     test = None
     for column in required:
-        message = f"{_MARK} NOT NULL constraint violated for column: {column}."
+        text = f"{_MARK} NOT NULL constraint violated for column: {column}."
         part = F.when(F.col(f"`{column}`").isNotNull(), F.lit(True)).otherwise(
-            F.raise_error(F.lit(message))
+            F.raise_error(F.lit(text))
         )
         test = part if test is None else test & part
     for name, expr in constraints.items():
@@ -51,6 +51,7 @@ def checked(
         )
         part = F.when(holds, F.lit(True)).otherwise(F.raise_error(message))
         test = part if test is None else test & part
+    assert test is not None
     first = df.columns[0]
     guarded = F.when(test, F.col(f"`{first}`")).otherwise(F.lit(None)).alias(first)
     return df.select(guarded, *[F.col(f"`{c}`") for c in df.columns[1:]])

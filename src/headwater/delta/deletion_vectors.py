@@ -109,6 +109,8 @@ def read(root: str, descriptor: Mapping, cache: dict[str, bytes] | None = None) 
         data = z85_decode(descriptor["pathOrInlineDv"])[: descriptor["sizeInBytes"]]
         return deserialize(data)
     where = file_of(root, descriptor)
+    if where is None:
+        raise ValueError(f"deletion vector descriptor names no file: {dict(descriptor)}")
     cache = {} if cache is None else cache
     if where not in cache:
         cache[where] = storage.read_bytes(where)

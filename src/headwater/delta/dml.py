@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 from headwater.delta import change_data, pruning, vectors
 from headwater.delta.commit_info import Operation
 from headwater.delta.data_files import discard_files, write_files
-from headwater.delta.expressions import ExprLike, as_column, column_name, condition_text
+from headwater.delta.expressions import ExprLike, as_column, column_name, condition_text, holds
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.rewrite import Result, commit_rewrite, open_transaction
 from headwater.delta.target import FILE_COL, files_named, live_rows, read_target, touched
@@ -29,10 +29,6 @@ from headwater.delta.transaction import Transaction
 from headwater.errors import DeltaError
 
 ACTION_COL = "__hw_action"
-
-
-def _holds(condition: ExprLike) -> Column:
-    return F.coalesce(as_column(condition), F.lit(False))
 
 
 def _file_rows(snapshot: Snapshot, files: list[DataFile]) -> int:
@@ -86,12 +82,12 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
     if vectors.applies(snapshot):
         return _delete_with_vectors(spark, txn, files, condition)
     target = read_target(spark, snapshot, files)
-    hit_uris = touched(target.where(_holds(condition)))
+    hit_uris = touched(target.where(holds(condition)))
     if not hit_uris:
         return Result(None, {"numDeletedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
     hit = files_named(snapshot, hit_uris)
     in_hit = F.col(FILE_COL).isin(list(hit_uris))
-    kept = target.where(in_hit).where(~_holds(condition)).drop(FILE_COL)
+    kept = target.where(in_hit).where(~holds(condition)).drop(FILE_COL)
     written = write_files(
         kept,
         snapshot.root,
@@ -114,7 +110,7 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
         metrics=metrics,
         changes=lambda: (
             target.where(in_hit)
-            .where(_holds(condition))
+            .where(holds(condition))
             .drop(FILE_COL)
             .withColumn(change_data.CHANGE_TYPE, F.lit("delete"))
         ),
@@ -130,7 +126,7 @@ def _delete_with_vectors(
     snapshot = txn.snapshot
     assert snapshot is not None
     target = read_target(spark, snapshot, files, row_index=True)
-    deleted = vectors.positions(target.where(_holds(condition)))
+    deleted = vectors.positions(target.where(holds(condition)))
     txn.read_files([f.path for f in files], pruning.partition_filter(spark, snapshot, condition))
     metrics = {"numDeletedRows": deleted.num_rows, "numAddedFiles": 0, "numCopiedRows": 0}
     if deleted.num_rows == 0:
@@ -150,7 +146,7 @@ def update(
     )
     if done:
         return Result(None, {})
-    cond = F.lit(True) if condition is None else _holds(condition)
+    cond = holds(condition)
     files = pruning.keep_files(snapshot, pruning.predicate_filters(condition, schema))
     by_name = {column_name(k).lower(): as_column(v) for k, v in assignments.items()}
     partitions = pruning.partition_filter(spark, snapshot, condition)

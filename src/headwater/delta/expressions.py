@@ -20,6 +20,11 @@ def as_column(e: ExprLike) -> Column:
     return F.expr(e) if isinstance(e, str) else e
 
 
+def holds(condition: ExprLike | None) -> Column:
+    """True where ``condition`` is (SQL null counts as false; no condition always holds)."""
+    return F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))
+
+
 def column_name(key: str) -> str:
     """A ``set`` key as a column name (``\`added later\``` or ``added later``)."""
     if len(key) > 1 and key.startswith("`") and key.endswith("`"):
@@ -39,7 +44,7 @@ def condition_text(condition: str | Column | None) -> str | None:
     return None
 
 
-def parse_condition(text: str | None) -> exp.Expression | None:
+def parse_condition(text: str | None) -> exp.Expr | None:
     if not text:
         return None
     try:
@@ -48,7 +53,7 @@ def parse_condition(text: str | None) -> exp.Expression | None:
         return None
 
 
-def conjuncts(node: exp.Expression) -> list[exp.Expression]:
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
     node = node.unnest()
     if isinstance(node, exp.And):
         return conjuncts(node.left) + conjuncts(node.right)

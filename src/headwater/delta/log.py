@@ -94,7 +94,7 @@ class Snapshot:
         """The table's metadata action as of this version (schema as logged)."""
         meta = self.table.metadata()
         return Metadata(
-            id=meta.id,
+            id=str(meta.id),
             schema_string=self.table.schema().to_json(),
             partition_columns=tuple(meta.partition_columns),
             configuration=dict(meta.configuration),
@@ -321,7 +321,7 @@ class DeltaLog:
                 "was partly deleted. Restore it from a backup, or remove the directory to start over."
             )
 
-    def load(self, version: int | None = None, timestamp: str | None = None) -> DeltaTable:
+    def load(self, version: int | str | None = None, timestamp: str | None = None) -> DeltaTable:
         try:
             table = DeltaTable(self.root, storage_options=self.storage_options)
         except RsTableNotFoundError as e:
@@ -354,7 +354,7 @@ class DeltaLog:
             raise ValueError(f"{when.isoformat()} is before the first commit")
         return max(versions)
 
-    def snapshot(self, version: int | None = None, timestamp: str | None = None) -> Snapshot:
+    def snapshot(self, version: int | str | None = None, timestamp: str | None = None) -> Snapshot:
         table = self.load(version, timestamp)
         return Snapshot(self.root, table.version(), table)
 

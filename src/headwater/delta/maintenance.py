@@ -48,7 +48,7 @@ def vacuum(
     ``dry_run``: delete nothing, list the files that would be deleted (``VACUUM ... DRY RUN``).
     """
     hours = MIN_RETENTION_HOURS if retention_hours is None else float(retention_hours)
-    check = spark.conf.get(RETENTION_CHECK, "true").lower() != "false"
+    check = str(spark.conf.get(RETENTION_CHECK, "true")).lower() != "false"
     if hours < MIN_RETENTION_HOURS and check:
         raise DeltaError(
             f"[DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT] Refusing to vacuum {path} with a retention of "

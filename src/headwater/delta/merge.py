@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,8 +37,9 @@ from headwater import storage
 from headwater.delta import change_data, pruning, vectors
 from headwater.delta.commit_info import Operation
 from headwater.delta.data_files import STAGING_DIR, discard_files, local_path, write_files
-from headwater.delta.expressions import ExprLike, as_column, condition_text
+from headwater.delta.expressions import ExprLike, as_column, condition_text, holds
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
+from headwater.delta.merge_clauses import Clause, assigned
 from headwater.delta.rewrite import Result, commit_rewrite, evolve_schema, open_transaction
 from headwater.delta.target import (
     FILE_COL,
@@ -51,20 +50,6 @@ from headwater.delta.target import (
 )
 from headwater.delta.transaction import Transaction
 from headwater.errors import DeltaError
-
-ClauseKind = Literal["matched", "not_matched", "not_matched_by_source"]
-ClauseAction = Literal["update", "delete", "insert"]
-
-
-@dataclass(frozen=True)
-class Clause:
-    """One WHEN clause of a MERGE."""
-
-    kind: ClauseKind
-    action: ClauseAction
-    condition: ExprLike | None = None
-    assignments: Mapping[str, ExprLike] | None = None  # None with update/insert: all columns
-
 
 ACTION_COL = "__hw_action"
 ROW_COL = "__hw_row"
@@ -376,7 +361,7 @@ class _Merge:
             .groupBy(ROW_COL)
             .agg(F.count(F.lit(1)).alias("n"), F.first(FILE_COL).alias("f"))
             .agg(F.max("n"), F.collect_set("f"))
-            .first()
+            .collect()[0]
         )
         if (most or 0) > 1:
             raise DeltaError(MULTIPLE_MATCH)
@@ -450,14 +435,14 @@ class _Merge:
     def _build_action(self) -> Column:
         t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
         tests = [
-            (t_here & s_here & _holds(c.condition), f"m{i}") for i, c in enumerate(self.matched)
+            (t_here & s_here & holds(c.condition), f"m{i}") for i, c in enumerate(self.matched)
         ]
         tests.append((t_here & s_here, "keep"))
         tests += [
-            (t_here & ~s_here & _holds(c.condition), f"b{i}") for i, c in enumerate(self.by_source)
+            (t_here & ~s_here & holds(c.condition), f"b{i}") for i, c in enumerate(self.by_source)
         ]
         tests.append((t_here, "keep"))
-        tests += [(s_here & _holds(c.condition), f"n{i}") for i, c in enumerate(self.inserts)]
+        tests += [(s_here & holds(c.condition), f"n{i}") for i, c in enumerate(self.inserts)]
         action = F.when(tests[0][0], F.lit(self.codes[tests[0][1]]))
         for test, label in tests[1:]:
             action = action.when(test, F.lit(self.codes[label]))
@@ -478,7 +463,7 @@ class _Merge:
                 for i, c in enumerate(group):
                     if c.action in ("update", "insert"):
                         current = value if c.action == "update" else None
-                        new = _assigned(c, f.name, self.src_columns, current)
+                        new = assigned(c, f.name, self.src_columns, current)
                         if new is not None:
                             test = self._is(f"{prefix}{i}")
                             expr = F.when(test, new) if expr is None else expr.when(test, new)
@@ -593,19 +578,3 @@ def _staged(spark: SparkSession, root: str, rows: pa.Table, schema: StructType):
 
 def _optimistic(known_rows: int, n_source: int) -> bool:
     return known_rows <= max(OPTIMISTIC_ROWS_PER_SOURCE_ROW * n_source, OPTIMISTIC_MIN_ROWS)
-
-
-def _holds(condition: ExprLike | None) -> Column:
-    return F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))
-
-
-def _assigned(
-    clause: Clause, name: str, src_columns: dict[str, Column], current: Column | None
-) -> Column | None:
-    """The value a clause gives column ``name`` (None: the clause leaves it as is)."""
-    if clause.assignments is None:  # updateAll / insertAll: same-named source column
-        return src_columns.get(name.lower(), current)
-    for key, value in clause.assignments.items():
-        if key.split(".")[-1].strip("`").lower() == name.lower():
-            return as_column(value)
-    return current

@@ -56,7 +56,7 @@ _COMPARISONS = {
 }
 
 
-def _literal(node: exp.Expression):
+def _literal(node: exp.Expr):
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
         value = _literal(node.this)
         return -value if isinstance(value, (int, float)) else None
@@ -73,7 +73,7 @@ def _literal(node: exp.Expression):
             return None
 
 
-def _target_column(node: exp.Expression, schema: StructType, alias: str | None) -> str | None:
+def _target_column(node: exp.Expr, schema: StructType, alias: str | None) -> str | None:
     if not isinstance(node, exp.Column) or node.args.get("db"):
         return None
     table = node.table.lower() if node.table else None
@@ -100,7 +100,7 @@ def predicate_filters(condition: str | Column | None, schema: StructType) -> lis
             low, high = _literal(part.args["low"]), _literal(part.args["high"])
             if col and low is not None and high is not None:
                 filters += [GreaterThanOrEqual((col,), low), LessThanOrEqual((col,), high)]
-        elif type(part) in _COMPARISONS:
+        elif isinstance(part, exp.Binary) and type(part) in _COMPARISONS:
             straight, flipped = _COMPARISONS[type(part)]
             col, value = _target_column(part.left, schema, None), _literal(part.right)
             kind = straight
@@ -155,7 +155,7 @@ def merge_candidates(
     for k in keys:
         aggs += [F.min(F.expr(k.source)), F.max(F.expr(k.source))]
     try:
-        row = source.agg(*aggs).first()
+        row = source.agg(*aggs).collect()[0]
     except AnalysisException:  # the condition names the source differently: no pruning
         return None, source.count()
     n_source = int(row[0])

@@ -142,11 +142,11 @@ def without_deleted_rows(
             _DV_ROW: pa.array(np.concatenate(rows), pa.int64()),
         }
     )
-    deleted = spark.createDataFrame(table)
-    on = (F.col("_metadata.file_path") == deleted[_DV_FILE]) & (
-        F.col("_metadata.row_index") == deleted[_DV_ROW]
+    gone = spark.createDataFrame(table)
+    on = (F.col("_metadata.file_path") == gone[_DV_FILE]) & (
+        F.col("_metadata.row_index") == gone[_DV_ROW]
     )
-    return df.join(deleted, on, "left_anti")
+    return df.join(gone, on, "left_anti")
 
 
 def _uri_spellings(uri: str) -> list[str]:

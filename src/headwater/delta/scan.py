@@ -7,12 +7,14 @@ declared Spark schema exactly (Spark refuses anything else).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -21,6 +23,7 @@ from headwater.delta import mapping
 from headwater.errors import CorruptLogError
 
 BATCH_ROWS = 65536
+TARGET_PARTITION_BYTES = 128 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -132,3 +135,43 @@ def _cast(arr: pa.Array, to: pa.DataType) -> pa.Array:
             children.append(_cast(child, f.type))
         return pa.StructArray.from_arrays(children, fields=list(to), mask=arr.is_null())
     return arr.cast(to, safe=False)
+
+
+class FilePartition(InputPartition):
+    def __init__(self, tasks: list[FileTask], physical: str | None = None) -> None:
+        super().__init__(tasks)
+        self.tasks = tasks
+        self.physical = physical  # JSON of the physical schema (column-mapped tables)
+
+    @property
+    def physical_schema(self) -> StructType | None:
+        return StructType.fromJson(json.loads(self.physical)) if self.physical else None
+
+
+def plan_partitions(
+    tasks: list[FileTask],
+    target_bytes: int = TARGET_PARTITION_BYTES,
+    physical: StructType | None = None,
+) -> list[FilePartition]:
+    """Pack files into partitions of about ``target_bytes`` (at least one partition)."""
+    phys = json.dumps(physical.jsonValue()) if physical is not None else None
+    partitions: list[FilePartition] = []
+    current: list[FileTask] = []
+    size = 0
+    for task in sorted(tasks, key=lambda t: t.path):
+        if current and size + task.size > target_bytes:
+            partitions.append(FilePartition(current, phys))
+            current, size = [], 0
+        current.append(task)
+        size += task.size
+    if current or not partitions:
+        partitions.append(FilePartition(current, phys))
+    return partitions
+
+
+def physical_for(snapshot, schema: StructType) -> StructType | None:
+    """The physical names of ``schema``'s columns (None without column mapping)."""
+    if snapshot.physical_schema is None:
+        return None
+    by_name = dict(zip(snapshot.schema.fieldNames(), snapshot.physical_schema.fields, strict=True))
+    return StructType([by_name.get(f.name, f) for f in schema.fields])

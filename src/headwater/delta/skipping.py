@@ -113,9 +113,10 @@ def _eval_exact(values: pa.ChunkedArray, flt: Filter) -> pa.ChunkedArray | None:
     }
     for kind, op in ops.items():
         if type(flt) is kind:
-            if flt.value is None:
+            value = getattr(flt, "value", None)  # every comparison filter has one
+            if value is None:
                 return None
-            result = op(values, _scalar_like(values, flt.value))
+            result = op(values, _scalar_like(values, value))
             return pc.fill_null(result, False)
     if isinstance(flt, In):
         wanted = [v for v in flt.value if v is not None]

@@ -3,13 +3,12 @@
 Batch reads here are the exact, general path (any partition encoding, file skipping from
 log stats); ``spark.read.format("delta").load`` normally takes the native Parquet path in
 :mod:`headwater.delta.read` instead. Streaming reads always come here
-(:mod:`headwater.delta.stream_source`). Writes are routed by :mod:`headwater.api_hooks`
+(:mod:`headwater.delta.stream_source`). Writes are routed by :mod:`headwater.adapter`
 to :mod:`headwater.delta.write`, which uses Spark's native Parquet writer.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -26,11 +25,17 @@ from pyspark.sql.types import StringType, StructField, StructType
 from headwater.delta import cdf
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import READ_OPTIONS, STREAM_READ_OPTIONS, check_known
-from headwater.delta.scan import FileTask, read_files
+from headwater.delta.scan import (
+    FilePartition,
+    FileTask,
+    physical_for,
+    plan_partitions,
+    read_files,
+)
 from headwater.delta.skipping import keep_mask
+from headwater.delta.stream_source import DeltaStreamReader
 from headwater.errors import OptionError
 
-TARGET_PARTITION_BYTES = 128 * 1024 * 1024
 FILE_COLUMN_OPTION = "headwater.filepathcolumn"
 
 
@@ -72,42 +77,8 @@ class DeltaDataSource(DataSource):
         return DeltaBatchReader(self._path(), dict(self.options), schema)
 
     def streamReader(self, schema: StructType):
-        from headwater.delta.stream_source import DeltaStreamReader
-
         opts = check_known(dict(self.options), STREAM_READ_OPTIONS, "streaming from a delta table")
         return DeltaStreamReader(self._path(), opts, schema)
-
-
-class FilePartition(InputPartition):
-    def __init__(self, tasks: list[FileTask], physical: str | None = None) -> None:
-        super().__init__(tasks)
-        self.tasks = tasks
-        self.physical = physical  # JSON of the physical schema (column-mapped tables)
-
-    @property
-    def physical_schema(self) -> StructType | None:
-        return StructType.fromJson(json.loads(self.physical)) if self.physical else None
-
-
-def plan_partitions(
-    tasks: list[FileTask],
-    target_bytes: int = TARGET_PARTITION_BYTES,
-    physical: StructType | None = None,
-) -> list[FilePartition]:
-    """Pack files into partitions of about ``target_bytes`` (at least one partition)."""
-    phys = json.dumps(physical.jsonValue()) if physical is not None else None
-    partitions: list[FilePartition] = []
-    current: list[FileTask] = []
-    size = 0
-    for task in sorted(tasks, key=lambda t: t.path):
-        if current and size + task.size > target_bytes:
-            partitions.append(FilePartition(current, phys))
-            current, size = [], 0
-        current.append(task)
-        size += task.size
-    if current or not partitions:
-        partitions.append(FilePartition(current, phys))
-    return partitions
 
 
 class DeltaBatchReader(DataSourceReader):
@@ -162,6 +133,7 @@ class DeltaBatchReader(DataSourceReader):
         return wanted
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
         opts = {k.lower(): v for k, v in self.options.items()}
         file_column = opts.get(FILE_COLUMN_OPTION)
         if not file_column:
@@ -177,14 +149,6 @@ class DeltaBatchReader(DataSourceReader):
                 yield pa.RecordBatch.from_arrays(
                     [*batch.columns, path], names=[*batch.schema.names, file_column]
                 )
-
-
-def physical_for(snapshot, schema: StructType) -> StructType | None:
-    """The physical names of ``schema``'s columns (None without column mapping)."""
-    if snapshot.physical_schema is None:
-        return None
-    by_name = dict(zip(snapshot.schema.fieldNames(), snapshot.physical_schema.fields, strict=True))
-    return StructType([by_name.get(f.name, f) for f in schema.fields])
 
 
 class ChangeFeedReader(DataSourceReader):
@@ -203,4 +167,5 @@ class ChangeFeedReader(DataSourceReader):
         return plan_partitions(tasks, physical=physical)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
         yield from cdf.read_changes(partition.tasks, self.schema, partition.physical_schema)

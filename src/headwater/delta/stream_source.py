@@ -34,8 +34,7 @@ from pyspark.sql.types import StructType
 from headwater import storage
 from headwater.delta import cdf, deletion_vectors, mapping
 from headwater.delta.log import DeltaLog
-from headwater.delta.scan import FileTask, read_files
-from headwater.delta.source import physical_for, plan_partitions
+from headwater.delta.scan import FilePartition, FileTask, physical_for, plan_partitions, read_files
 from headwater.errors import StreamingSourceChangedError
 from headwater.options import as_bool, as_bytes, as_int
 
@@ -90,7 +89,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.max_bytes is not None and self.max_files == DEFAULT_MAX_FILES:
             return ReadMaxBytes(self.max_bytes)
-        return ReadMaxFiles(self.max_files)
+        return ReadMaxFiles(self.max_files or DEFAULT_MAX_FILES)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now_target = self.log.latest_version()
@@ -135,6 +134,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return list(plan_partitions(tasks, physical=self._physical))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
         if self.change_feed:
             yield from cdf.read_changes(partition.tasks, self.schema, partition.physical_schema)
         else:

@@ -17,7 +17,7 @@ from headwater.delta import dml, history, maintenance, merge, names
 from headwater.delta.create import create_table
 from headwater.delta.expressions import ExprLike
 from headwater.delta.log import DeltaLog
-from headwater.delta.merge import Clause, ClauseAction, ClauseKind
+from headwater.delta.merge_clauses import Clause, ClauseAction, ClauseKind
 from headwater.delta.read import read_delta
 from headwater.errors import DeltaError, TableAlreadyExistsError, TableNotFoundError
 from headwater.sqltypes import parse_type

@@ -341,15 +341,16 @@ class Transaction:
             hit = added[0]
         else:
             values = [a.partition_values for a in added]
-            hit = None
+            found = None
             for partition_filter in self._partition_filters:
                 assert partition_filter is not None
                 matches = list(partition_filter(values))
                 if any(matches):
-                    hit = added[matches.index(True)]
+                    found = added[matches.index(True)]
                     break
-            if hit is None:
+            if found is None:
                 return
+            hit = found
         where = f" (partition {dict(hit.partition_values)})" if hit.partition_values else ""
         raise ConcurrentAppendException(
             f"[DELTA_CONCURRENT_APPEND] A concurrent commit (version {winner.version}) added "

@@ -120,9 +120,9 @@ def commit(
         version = txn.commit()
     except BaseException:
         if descriptors:  # the new vector file is named by nothing committed
-            storage.delete_file(
-                deletion_vectors.file_of(snapshot.root, next(iter(descriptors.values())))
-            )
+            written = deletion_vectors.file_of(snapshot.root, next(iter(descriptors.values())))
+            if written is not None:
+                storage.delete_file(written)
         raise
     return version, metrics
 

@@ -9,6 +9,7 @@ names the token (line, column) where the statement stopped making sense.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from sqlglot.tokens import Token, TokenType
 
@@ -60,7 +61,7 @@ def _plain(part: str) -> bool:
     return part.replace("_", "a").isalnum() and not part[:1].isdigit()
 
 
-def is_word(tok: Token | None) -> bool:
+def is_word(tok: Token | None) -> TypeGuard[Token]:
     """A bare word (keyword or unquoted name), not a literal, quoted name or symbol."""
     return (
         tok is not None

@@ -229,6 +229,8 @@ def _create_as_select(ctx: Context, spec: _Spec, replace: bool, if_not_exists: b
     if spec.ref.parts:
         entry = catalog.entry_for_write(spec.ref.name, None if existing else spec.location)
         path = entry.location
+    if path is None:
+        raise ctx.stmt.error("CREATE TABLE ... AS SELECT needs a table name or a LOCATION.")
     try:
         result = write(
             df,
@@ -280,6 +282,7 @@ def alter(ctx: Context) -> DataFrame | object:
     ref = cur.table()
     if not is_delta(ctx.spark, ref):
         return PASS
+    assert ref_tok is not None  # cur.table() read the name from it
     table = resolve_at(ctx.spark, ref, "ALTER TABLE", ctx.stmt, ref_tok.start)
     tree = parse(ctx.stmt)
     actions = tree.args.get("actions") if isinstance(tree, exp.Alter) else None
@@ -298,8 +301,8 @@ def alter(ctx: Context) -> DataFrame | object:
         elif isinstance(action, exp.AlterSet) and action.expressions:
             props = _Spec(ctx, ref, list(action.expressions[0].expressions)).properties
             delta_alter.set_properties(table.path, props)
-        elif isinstance(action, exp.AddConstraint) and _check(action) is not None:
-            name, expression = _check(action)
+        elif isinstance(action, exp.AddConstraint) and (check := _check(action)) is not None:
+            name, expression = check
             delta_alter.add_constraint(ctx.spark, table.path, name, expression)
         elif isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "CONSTRAINT":
             for t in action.args.get("tables") or []:

@@ -29,7 +29,7 @@ from headwater.sql.context import PASS, Context, SqlFn
 from headwater.sql.copy_into import copy_into
 from headwater.sql.cursor import Cursor
 from headwater.sql.rewrite import drop_views, has_candidates, rewrite
-from headwater.sql.text import SqlError, Statement, _offset_of, split
+from headwater.sql.text import SqlError, Statement, offset_at, split
 
 Args = dict[str, Any] | list[Any] | None
 
@@ -169,7 +169,7 @@ def _spark_offset(stmt: Statement, e: BaseException, text_of: str) -> int | None
             return stmt.start + index
     m = re.search(r"line (\d+),? pos (\d+)", text_of)
     if m:
-        return stmt.start + _offset_of(stmt.text, int(m.group(1)), int(m.group(2)) + 1)
+        return stmt.start + offset_at(stmt.text, int(m.group(1)), int(m.group(2)) + 1)
     return None
 
 

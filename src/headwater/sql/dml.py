@@ -8,7 +8,8 @@ INSERT into a table that is not Delta is Spark's (``PASS``).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Set as AbstractSet
+from typing import Any, overload
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -30,7 +31,15 @@ from headwater.sql.text import DIALECT, parse
 _QUERY_START = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.VALUES, TokenType.TABLE}
 
 
-def _sql(node: exp.Expression | None, ctx: Context, strip: set[str] = frozenset()) -> str | None:
+@overload
+def _sql(node: exp.Expr, ctx: Context, strip: AbstractSet[str] = ...) -> str: ...
+
+
+@overload
+def _sql(node: None, ctx: Context, strip: AbstractSet[str] = ...) -> None: ...
+
+
+def _sql(node: exp.Expr | None, ctx: Context, strip: AbstractSet[str] = frozenset()) -> str | None:
     """Spark SQL text of an expression: parameters bound, ``strip`` qualifiers removed (the
     DML functions evaluate against the bare table)."""
     if node is None:
@@ -43,12 +52,12 @@ def _sql(node: exp.Expression | None, ctx: Context, strip: set[str] = frozenset(
     return node.sql("spark")
 
 
-def _bind(node: exp.Expression, args: dict[str, Any] | list[Any] | None, ctx: Context):
+def _bind(node: exp.Expr, args: dict[str, Any] | list[Any] | None, ctx: Context) -> exp.Expr:
     """Parameter markers replaced by literals, as ``spark.sql(text, args)`` binds them."""
     if args is None:
         return node
 
-    def replace(n: exp.Expression) -> exp.Expression:
+    def replace(n: exp.Expr) -> exp.Expr:
         if not isinstance(n, exp.Placeholder):
             return n
         try:
@@ -103,6 +112,7 @@ def insert(ctx: Context) -> DataFrame | object:
         if isinstance(tree.this, exp.Schema)
         else None
     )
+    assert ref_tok is not None  # cur.table() read the name from it
     table = resolve_at(ctx.spark, ref, "INSERT", ctx.stmt, ref_tok.start)
     start = _insert_query_start(ctx, cur)
     source = ctx.query(start)

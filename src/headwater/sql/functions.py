@@ -30,7 +30,8 @@ def call(spark: SparkSession, name: str, args: list[str], named: dict[str, str])
     if name == "cloud_files_state":
         from headwater.autoloader import cloud_files_state
 
-        return cloud_files_state(*_args(name, args, 1, 1), spark=spark)
+        (location,) = _args(name, args, 1, 1)
+        return cloud_files_state(location, spark=spark)
     if name == "table_changes":
         return table_changes(spark, *_args(name, args, 2, 3))
     raise ValueError(f"unknown table function {name}")

@@ -104,5 +104,5 @@ def restore(ctx: Context) -> DataFrame:
         when = cur.toks[first].text
     else:
         text = ctx.stmt.slice(cur.toks[first], cur.toks[last])
-        when = ctx.sql(f"SELECT CAST(({text}) AS STRING)").first()[0]
+        when = ctx.sql(f"SELECT CAST(({text}) AS STRING)").collect()[0][0]
     return table.restoreToTimestamp(when)

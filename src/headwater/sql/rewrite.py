@@ -260,7 +260,7 @@ def _alias_follows(toks: list[Token], k: int, last: int) -> bool:
         return True
     if tok.token_type == TokenType.VAR:
         after = toks[k + 1] if k + 1 <= last else None
-        return not (is_word(after) and after.text.upper() == "BY")
+        return not (after is not None and is_word(after) and after.text.upper() == "BY")
     return False
 
 

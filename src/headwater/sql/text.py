@@ -188,7 +188,7 @@ def _quiet_sqlglot() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def parse(stmt: Statement, tokens: list[Token] | None = None) -> exp.Expression:
+def parse(stmt: Statement, tokens: list[Token] | None = None) -> exp.Expr:
     """The sqlglot tree of a statement; a syntax error becomes a :class:`SqlError` at its
     line and column."""
     parser = _dialect.parser(error_level=ErrorLevel.RAISE)
@@ -210,14 +210,14 @@ def parse_error(stmt: Statement, e: ParseError) -> SqlError:
         return stmt.error(f"Syntax error: {e}")
     if "\n" not in highlight:
         col = max(1, col - len(highlight) + 1)  # sqlglot reports the token's last column
-    offset = _offset_of(stmt.source, line, col)
+    offset = offset_at(stmt.source, line, col)
     description = info.get("description") or "Syntax error"
     description = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", description)
     near = f" near '{highlight}'" if highlight else ""
     return stmt.error(f"Syntax error{near}: {description}.", offset)
 
 
-def _offset_of(source: str, line: int, col: int) -> int:
+def offset_at(source: str, line: int, col: int) -> int:
     pos = 0
     for _ in range(line - 1):
         nxt = source.find("\n", pos)

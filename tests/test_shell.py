@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater.sql.shell import format_table
+from headwater.shell import format_table
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,165 @@
+"""The PySpark adapter: users keep typing PySpark's API, Delta tables go to headwater.
+
+Why patch at all: a Python data source cannot prune columns, cannot be the target of
+``saveAsTable``, gets no options as a catalog table, and moves every row through a Python
+worker. So :func:`install` wraps the PySpark methods listed in :data:`PATCHES` (one table,
+nothing else is touched): setters record what the builder was told (:mod:`.state`), and
+terminal calls about Delta tables go to the typed API (:mod:`headwater.api`); every other
+call reaches PySpark's own method unchanged. :func:`uninstall` puts PySpark's methods back.
+
+Each row names the signature of the PySpark method it wraps; a test compares them with the
+installed PySpark, so a PySpark release that moves one fails loudly instead of silently
+misrouting arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.classic.dataframe import DataFrame  # classic sessions' frames
+from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter, DataFrameWriterV2
+from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+from headwater import originals
+from headwater.adapter import reads, recording, streams, writes
+from headwater.adapter.sql import session_sql
+
+Method = Callable[..., Any]
+
+_OPTION = "(self, key: str, value: 'OptionalPrimitiveType')"
+_OPTIONS = "(self, **options: 'OptionalPrimitiveType')"
+_FORMAT = "(self, source: str)"
+_SCHEMA = "(self, schema: Union[pyspark.sql.types.StructType, str])"
+_NONE = "(self) -> None"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One PySpark method headwater wraps: ``make(original)`` builds the wrapper;
+    ``signature`` is the original's, as ``inspect.signature`` prints it."""
+
+    cls: type
+    name: str
+    make: Callable[[Method], Method]
+    signature: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.cls.__name__}.{self.name}"
+
+    def installed(self) -> bool:
+        return getattr(getattr(self.cls, self.name, None), "__headwater_patch__", False)
+
+    def apply(self) -> None:
+        if self.installed():
+            return
+        original = originals.keep(self.cls, self.name)
+        wrapper = functools.wraps(original)(self.make(original))
+        wrapper.__headwater_patch__ = True  # type: ignore[attr-defined]
+        setattr(self.cls, self.name, wrapper)
+
+    def restore(self) -> None:
+        if self.installed():
+            setattr(self.cls, self.name, originals.forget(self.cls, self.name))
+
+    def signature_drift(self) -> str | None:
+        """How PySpark's method now differs from the signature the wrapper was written
+        for (None: it does not)."""
+        current = str(inspect.signature(originals.original(self.cls, self.name)))
+        expected = self.signature
+        if not current.startswith(expected):
+            return f"{self.key}: expected {expected}..., found {current}"
+        return None
+
+
+def _setters(cls: type, *extra: Patch) -> tuple[Patch, ...]:
+    ret = f" -> '{cls.__name__}'"
+    return (
+        Patch(cls, "format", recording.format_, _FORMAT + ret),
+        Patch(cls, "option", recording.option, _OPTION + ret),
+        Patch(cls, "options", recording.options, _OPTIONS + ret),
+        *extra,
+    )
+
+
+PATCHES: tuple[Patch, ...] = (
+    # what builders were told
+    *_setters(
+        DataFrameReader,
+        Patch(DataFrameReader, "schema", recording.schema, _SCHEMA),
+    ),
+    *_setters(
+        DataFrameWriter,
+        Patch(DataFrameWriter, "mode", recording.mode, "(self, saveMode: Optional[str])"),
+        Patch(DataFrameWriter, "partitionBy", recording.partition_by, "(self, *cols"),
+        Patch(DataFrameWriter, "bucketBy", recording.bucket_by, "(self, numBuckets: int"),
+        Patch(DataFrameWriter, "sortBy", recording.sort_by, "(self, col"),
+        Patch(DataFrameWriter, "clusterBy", recording.cluster_by, "(self, *cols"),
+    ),
+    *_setters(
+        DataStreamReader,
+        Patch(DataStreamReader, "schema", recording.schema, _SCHEMA),
+    ),
+    *_setters(
+        DataStreamWriter,
+        Patch(DataStreamWriter, "outputMode", recording.output_mode, "(self, outputMode: str)"),
+        Patch(DataStreamWriter, "partitionBy", recording.partition_by, "(self, *cols: str)"),
+        Patch(DataStreamWriter, "queryName", recording.query_name, "(self, queryName: str)"),
+        Patch(DataStreamWriter, "clusterBy", recording.cluster_by, "(self, *cols: str)"),
+    ),
+    Patch(DataFrameWriterV2, "using", recording.using, "(self, provider: str)"),
+    Patch(DataFrameWriterV2, "option", recording.option, _OPTION),
+    Patch(DataFrameWriterV2, "options", recording.options, _OPTIONS),
+    Patch(DataFrameWriterV2, "tableProperty", recording.table_property, "(self, property: str"),
+    Patch(DataFrameWriterV2, "partitionedBy", recording.partitioned_by, "(self, col"),
+    Patch(DataFrameWriterV2, "clusterBy", recording.cluster_by, "(self, col: str, *cols: str)"),
+    # terminal calls: reads
+    Patch(DataFrameReader, "load", reads.reader_load, "(self, path: Union[str, List[str]"),
+    Patch(DataFrameReader, "table", reads.reader_table, "(self, tableName: str)"),
+    Patch(SparkSession, "table", reads.session_table, "(self, tableName: str)"),
+    Patch(DataStreamReader, "load", reads.stream_reader_load, "(self, path: Optional[str]"),
+    Patch(DataStreamReader, "table", reads.stream_reader_table, "(self, tableName: str)"),
+    Patch(SparkSession, "sql", session_sql, "(self, sqlQuery: str, args:"),
+    # terminal calls: writes
+    Patch(DataFrameWriter, "save", writes.writer_save, "(self, path: Optional[str] = None"),
+    Patch(DataFrameWriter, "saveAsTable", writes.writer_save_as_table, "(self, name: str"),
+    Patch(DataFrameWriter, "insertInto", writes.writer_insert_into, "(self, tableName: str"),
+    Patch(DataFrame, "writeTo", writes.dataframe_write_to, "(self, table: str)"),
+    Patch(DataFrameWriterV2, "append", writes.v2_append, _NONE),
+    Patch(DataFrameWriterV2, "overwrite", writes.v2_overwrite, "(self, condition:"),
+    Patch(DataFrameWriterV2, "overwritePartitions", writes.v2_overwrite_partitions, _NONE),
+    Patch(DataFrameWriterV2, "create", writes.v2_create, _NONE),
+    Patch(DataFrameWriterV2, "replace", writes.v2_replace, _NONE),
+    Patch(DataFrameWriterV2, "createOrReplace", writes.v2_create_or_replace, _NONE),
+    Patch(DataStreamWriter, "start", streams.stream_writer_start, "(self, path: Optional[str]"),
+    Patch(DataStreamWriter, "toTable", streams.stream_writer_to_table, "(self, tableName: str"),
+)
+
+# ``writeStream....table("name")``, as the notes users learn from write it: an alias
+# PySpark does not have, added by install() and removed by uninstall().
+_ALIAS = (DataStreamWriter, "table")
+
+
+def install() -> None:
+    """Wrap the methods of :data:`PATCHES` (idempotent, process-wide)."""
+    for patch in PATCHES:
+        patch.apply()
+    if not hasattr(DataStreamWriter, _ALIAS[1]):
+        DataStreamWriter.table = DataStreamWriter.toTable  # type: ignore[attr-defined]
+
+
+def uninstall() -> None:
+    """Put PySpark's own methods back."""
+    if getattr(DataStreamWriter, _ALIAS[1], None) is DataStreamWriter.toTable:
+        delattr(DataStreamWriter, _ALIAS[1])
+    for patch in reversed(PATCHES):
+        patch.restore()
+
+
+def installed() -> bool:
+    return all(p.installed() for p in PATCHES)

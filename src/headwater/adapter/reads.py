@@ -1,0 +1,99 @@
+"""Reads: ``spark.read``/``spark.readStream`` of Delta tables (by path or name) and of the
+``cloudFiles`` source.
+
+Delta batch reads go to :mod:`headwater.api` (Spark's native Parquet scan of the
+snapshot's files); a name that is not a headwater table reaches Spark unchanged. Options of
+``cloudFiles`` and of streaming ``delta`` reads are checked here, where the names are still
+spelled as the user typed them, before Spark plans the Python source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame
+
+from headwater import api
+from headwater.adapter.errors import carried
+from headwater.adapter.state import state_of
+from headwater.autoloader.options import CloudFilesOptions
+from headwater.autoloader.source import USER_SCHEMA_OPTION
+from headwater.delta.options import STREAM_READ_OPTIONS, check_known
+from headwater.errors import OptionError
+
+Method = Callable[..., Any]
+
+
+def reader_load(original: Method) -> Method:
+    def load(self, path=None, format=None, schema=None, **options):
+        state = state_of(self)
+        if not state.is_format("delta", format) or isinstance(path, (list, tuple)):
+            return original(self, path, format, schema, **options)
+        if schema is not None or state.schema is not None:
+            raise OptionError(
+                "A Delta table has its own schema; do not call .schema() when reading format('delta')."
+            )
+        opts = state.merged(options)
+        path = path or _pop_path(opts)
+        _pop_path(opts)
+        if not path:
+            raise OptionError("Reading format('delta') needs a path: .load('/path/to/table').")
+        return api.for_path(self._spark, path).read(options=opts)
+
+    return load
+
+
+def reader_table(original: Method) -> Method:
+    def table(self, tableName):
+        found = api.find(self._spark, tableName)
+        if found is None:
+            return original(self, tableName)
+        return found.read(options=state_of(self).merged())
+
+    return table
+
+
+def session_table(original: Method) -> Method:
+    def table(self, tableName: str) -> DataFrame:
+        return self.read.table(tableName)
+
+    return table
+
+
+def stream_reader_table(original: Method) -> Method:
+    def table(self, tableName):
+        found = api.find(self._spark, tableName)
+        if found is None:
+            return original(self, tableName)
+        return found.read_stream(state_of(self).merged())
+
+    return table
+
+
+def stream_reader_load(original: Method) -> Method:
+    def load(self, path=None, format=None, schema=None, **options):
+        state = state_of(self)
+        opts = state.merged(options)
+        if state.is_format("cloudfiles", format):
+            given = schema is not None or state.schema is not None
+            CloudFilesOptions.parse(opts, user_schema=given)  # errors name options as typed
+            if given:  # the source cannot tell a given schema from its own inference
+                self.option(USER_SCHEMA_OPTION, "true")
+        elif state.is_format("delta", format):
+            check_known(opts, STREAM_READ_OPTIONS, "streaming from a delta table")
+        try:
+            return original(self, path, format, schema, **options)
+        except AnalysisException as e:
+            found = carried(e)
+            if found is None:
+                raise
+            raise found from None
+
+    return load
+
+
+def _pop_path(options: dict[str, str]) -> str | None:
+    key = next((k for k in options if k.lower() == "path"), None)
+    return options.pop(key) if key is not None else None

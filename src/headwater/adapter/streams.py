@@ -1,0 +1,97 @@
+"""Streaming writes into Delta tables: ``writeStream...start(path)`` and ``toTable(name)``.
+
+The query runs as Spark's own streaming query whose micro-batches go to
+:class:`headwater.delta.sink.DeltaStreamSink` (``foreachBatch``), which commits each batch
+exactly once. The checkpoint is found as Spark finds it: the ``checkpointLocation``
+option, else ``spark.sql.streaming.checkpointLocation``/<queryName> (a random name without
+``queryName``, as Spark does).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+from headwater import api, storage
+from headwater.adapter.state import state_of
+from headwater.adapter.writes import refuse_layout
+from headwater.delta.sink import output_mode, sink_spec
+from headwater.errors import OptionError
+from headwater.originals import original as spark_method
+
+Method = Callable[..., Any]
+
+
+def stream_writer_start(original: Method) -> Method:
+    def start(
+        self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **options
+    ):
+        state = state_of(self)
+        if not state.is_format("delta", format):
+            return original(self, path, format, outputMode, partitionBy, queryName, **options)
+        opts = state.merged(options)
+        path = path or next((v for k, v in opts.items() if k.lower() == "path"), None)
+        if not path:
+            raise OptionError(
+                "Streaming into format('delta') needs a path: .start('/path/to/table')."
+            )
+        target = api.for_path(self._df.sparkSession, path)
+        return _start(self, target, outputMode, partitionBy, queryName, options)
+
+    return start
+
+
+def stream_writer_to_table(original: Method) -> Method:
+    def toTable(
+        self, tableName, format=None, outputMode=None, partitionBy=None, queryName=None, **options
+    ):
+        state = state_of(self)
+        if not state.is_format("delta", format, default=True):
+            return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
+        location = next((v for k, v in state.merged(options).items() if k.lower() == "path"), None)
+        target = api.table(self._df.sparkSession, tableName, location)
+        return _start(self, target, outputMode, partitionBy, queryName, options)
+
+    return toTable
+
+
+def _start(
+    writer: DataStreamWriter,
+    target: api.Table,
+    mode: str | None,
+    partition_by: str | list[str] | None,
+    query_name: str | None,
+    options: dict[str, Any],
+) -> StreamingQuery:
+    state = state_of(writer)
+    refuse_layout(state, f"the stream into {target.name}")
+    opts = state.merged(options)
+    name = query_name or state.query_name
+    checkpoint = checkpoint_location(writer, opts, name)
+    parts = [partition_by] if isinstance(partition_by, str) else partition_by
+    sink = target.sink(
+        checkpoint or "",
+        output_mode(mode or state.output_mode),
+        sink_spec(opts, parts if parts is not None else state.partition_by),
+    )
+    if mode:
+        spark_method(DataStreamWriter, "outputMode")(writer, mode)
+    spark_method(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
+    writer.foreachBatch(sink)
+    return spark_method(DataStreamWriter, "start")(writer, queryName=query_name)
+
+
+def checkpoint_location(
+    writer: DataStreamWriter, options: dict[str, str], query_name: str | None
+) -> str | None:
+    """Where the query keeps its progress, by Spark's rule."""
+    given = next((v for k, v in options.items() if k.lower() == "checkpointlocation"), None)
+    if given:
+        return given
+    base = writer._df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None)
+    if base:
+        return storage.join(base, query_name or str(uuid.uuid4()))
+    return None

@@ -1,0 +1,182 @@
+"""The typed API under the PySpark hooks: Delta tables by name or by path, read, written and
+streamed into, without monkeypatching anything.
+
+``spark.read.format("delta").load(p)``, ``df.write.saveAsTable(n)`` and
+``df.writeStream.toTable(n)`` reach this module through the adapter
+(:mod:`headwater.adapter`), which only translates PySpark's builder calls and string
+options into the typed values here (:class:`~headwater.delta.options.WriteSpec`, save and
+output modes). The pipelines runner, tests and notebooks call it directly::
+
+    from headwater import api
+
+    orders = api.table(spark, "silver.orders")            # by name (or "delta.`/path`")
+    orders.write(df, api.WriteSpec(mode="append", merge_schema=True))
+    orders.read(version=3)
+    query = orders.start_stream(stream_df, checkpoint="/chk/orders", trigger={"availableNow": True})
+
+A table opened by name stays mirrored in Spark's own catalog (so SQL sees new columns):
+every write that creates it or changes its schema registers it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamReader, DataStreamWriter, StreamingQuery
+
+from headwater.catalog import Catalog, TableEntry
+from headwater.catalog.names import delta_path
+from headwater.delta.log import DeltaLog
+from headwater.delta.options import STREAM_READ_OPTIONS, SaveMode, WriteSpec, check_known
+from headwater.delta.read import read_delta
+from headwater.delta.sink import DeltaStreamSink, OutputMode
+from headwater.delta.tables import DeltaTable
+from headwater.delta.write import WriteResult, write
+from headwater.errors import TableAlreadyExistsError, TableNotFoundError
+from headwater.originals import original
+
+__all__ = [
+    "OutputMode",
+    "SaveMode",
+    "Table",
+    "WriteResult",
+    "WriteSpec",
+    "find",
+    "for_path",
+    "table",
+]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A Delta table at ``location``; ``entry`` is its catalog entry when it has a name."""
+
+    spark: SparkSession
+    location: str
+    entry: TableEntry | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.entry.name) if self.entry is not None else f"delta.`{self.location}`"
+
+    def exists(self) -> bool:
+        return DeltaLog(self.location).exists()
+
+    def delta_table(self) -> DeltaTable:
+        """delta-spark's ``DeltaTable`` API on this table (MERGE, UPDATE, history...)."""
+        return DeltaTable.forPath(self.spark, self.location)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(
+        self,
+        version: int | None = None,
+        timestamp: str | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> DataFrame:
+        """The rows at the latest version, or at ``version`` / ``timestamp`` (time travel);
+        ``options`` are the ``delta`` reader's (the change data feed)."""
+        opts = dict(options or {})
+        if version is not None:
+            opts["versionAsOf"] = str(version)
+        if timestamp is not None:
+            opts["timestampAsOf"] = str(timestamp)
+        return read_delta(self.spark, self.location, opts)
+
+    def read_stream(self, options: Mapping[str, str] | None = None) -> DataFrame:
+        """A streaming read of the table's changes (``startingVersion``, ``maxFilesPerTrigger``,
+        ``skipChangeCommits``, ``readChangeFeed``, ...), checked before Spark plans it."""
+        opts = {str(k): str(v) for k, v in (options or {}).items()}
+        check_known(opts, STREAM_READ_OPTIONS, "streaming from a delta table")
+        reader = original(DataStreamReader, "format")(self.spark.readStream, "delta")
+        reader = original(DataStreamReader, "options")(reader, **opts)
+        return original(DataStreamReader, "load")(reader, self.location)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def write(self, df: DataFrame, spec: WriteSpec) -> WriteResult:
+        """Write ``df`` as one commit (see :func:`headwater.delta.write.write`)."""
+        result = write(df, self.location, spec)
+        if result.created or result.schema_changed:
+            self._mirror()
+        return result
+
+    def sink(
+        self, checkpoint: str, output_mode: OutputMode = "append", spec: WriteSpec | None = None
+    ) -> DeltaStreamSink:
+        """The ``foreachBatch`` function committing each micro-batch once to this table."""
+
+        def on_commit(result: WriteResult) -> None:
+            if result.created or result.schema_changed:
+                self._mirror()
+
+        return DeltaStreamSink(self.location, checkpoint, output_mode, spec, on_commit)
+
+    def start_stream(
+        self,
+        df: DataFrame,
+        checkpoint: str,
+        output_mode: OutputMode = "append",
+        spec: WriteSpec | None = None,
+        trigger: Mapping[str, str | bool] | None = None,
+        query_name: str | None = None,
+    ) -> StreamingQuery:
+        """Stream ``df`` into this table, exactly once per micro-batch; ``trigger`` as
+        ``DataStreamWriter.trigger`` takes it (``{"availableNow": True}``,
+        ``{"processingTime": "10 seconds"}``; default: as fast as possible)."""
+        writer = df.writeStream
+        writer = original(DataStreamWriter, "outputMode")(writer, output_mode)
+        writer = original(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
+        writer = writer.foreachBatch(self.sink(checkpoint, output_mode, spec))
+        if trigger:
+            writer = original(DataStreamWriter, "trigger")(writer, **trigger)
+        if query_name:
+            writer = original(DataStreamWriter, "queryName")(writer, query_name)
+        return original(DataStreamWriter, "start")(writer)
+
+    def _mirror(self) -> None:
+        if self.entry is not None:
+            Catalog.of(self.spark).register_in_spark(self.entry)
+
+
+def for_path(spark: SparkSession, path: str) -> Table:
+    """The table at ``path`` (it may not exist yet: a write creates it)."""
+    return Table(spark, DeltaLog(path).root)
+
+
+def table(
+    spark: SparkSession, name: str, location: str | None = None, create: bool = True
+) -> Table:
+    """The table ``name`` (``db.t``, ``t`` or ``delta.`/path```). With ``create`` a name
+    not known yet is recorded in the catalog (at ``location``, or managed in the
+    warehouse), ready for a first write; without, it must exist."""
+    by_path = delta_path(name)
+    if by_path is not None:
+        return for_path(spark, by_path)
+    catalog = Catalog.of(spark)
+    entry = catalog.get(name)
+    if entry is not None:
+        if location is not None and DeltaLog(location).root != entry.location:
+            raise TableAlreadyExistsError(
+                f"Table {entry.name} already exists at {entry.location}, not at {location}."
+            )
+        return Table(spark, entry.location, entry)
+    if not create:
+        raise TableNotFoundError(
+            f"[TABLE_OR_VIEW_NOT_FOUND] Table '{name}' not found. Create it with a write "
+            "(df.write.saveAsTable) or CREATE TABLE."
+        )
+    new = catalog.entry_for_write(name, location)
+    return Table(spark, new.location, new)
+
+
+def find(spark: SparkSession, name: str) -> Table | None:
+    """The existing headwater table ``name``, or None when the name is not one (it may be
+    a table or view of Spark's own)."""
+    by_path = delta_path(name)
+    if by_path is not None:
+        return for_path(spark, by_path)
+    entry = Catalog.of(spark).get(name)
+    return Table(spark, entry.location, entry) if entry is not None else None

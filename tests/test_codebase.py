@@ -1,0 +1,83 @@
+"""The shape of the code itself: modules small enough to read, and no private name used
+outside the module that defines it (what two modules share is a public name)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "headwater"
+MAX_LINES = 600
+MODULES = sorted(SRC.rglob("*.py"))
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_is_longer_than_six_hundred_lines(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(SRC)} has {lines} lines; split it"
+
+
+def private_uses(path: Path) -> list[str]:
+    """``from headwater.x import _y`` and ``x._y`` on a headwater module ``x``."""
+    tree = ast.parse(path.read_text())
+    found: list[str] = []
+    modules: set[str] = set()  # local names bound to headwater modules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("headwater"):
+            for alias in node.names:
+                if _private(alias.name):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+                elif _is_module(f"{node.module}.{alias.name}"):
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("headwater"):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and _private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+        ):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    crossings = {str(p.relative_to(SRC)): uses for p in MODULES if (uses := private_uses(p))}
+    assert crossings == {}
+
+
+def test_the_checker_sees_private_imports_and_attributes(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from headwater.delta import write\n"
+        "from headwater.delta.log import _secret\n"
+        "write._helper()\n"
+        "write.public()\n"
+    )
+    assert private_uses(sample) == [
+        "line 2: from headwater.delta.log import _secret",
+        "line 3: write._helper",
+    ]
+    assert _module_name(SRC / "delta" / "__init__.py") == "headwater.delta"
