@@ -15,6 +15,7 @@ from deltalake import DeltaTable
 
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.errors import OptionError
+from headwater.formats.options import AvroOptions, OrcOptions
 
 UTC = dt.timezone.utc
 
@@ -179,9 +180,9 @@ def test_format_options_of_the_new_formats():
         return CloudFilesOptions.parse({**base, **options}, user_schema=user_schema)
 
     avro = parse("avro", avroSchema='{"type": "long"}', mergeSchema="true")
-    assert avro.format_options == {"avroschema": '{"type": "long"}', "mergeschema": "true"}
+    assert avro.format_options == AvroOptions(avro_schema='{"type": "long"}')
     assert avro.rescue_column == "_rescued_data"
-    assert parse("ORC", mergeSchema="true").format_options == {"mergeschema": "true"}
+    assert parse("ORC", mergeSchema="true").format_options == OrcOptions()
     binary = parse("binaryFile", pathGlobFilter="*.png")
     assert (binary.format, binary.rescue_column, binary.glob) == ("binaryfile", None, "*.png")
     with pytest.raises(OptionError, match="avroSchema|avroschema"):

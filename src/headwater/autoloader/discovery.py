@@ -28,7 +28,8 @@ class Listed:
     mtime_ms: int
 
 
-def _parse_time(text: str, name: str) -> int:
+def parse_time(text: str, name: str) -> int:
+    """``modifiedAfter``/``modifiedBefore`` as epoch milliseconds (no zone: UTC)."""
     try:
         value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
@@ -50,8 +51,8 @@ def list_source(root: str, opts: CloudFilesOptions, now_ms: int | None = None) -
         candidates = [info]
     else:
         candidates = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
-    after = _parse_time(opts.modified_after, "modifiedAfter") if opts.modified_after else None
-    before = _parse_time(opts.modified_before, "modifiedBefore") if opts.modified_before else None
+    after = parse_time(opts.modified_after, "modifiedAfter") if opts.modified_after else None
+    before = parse_time(opts.modified_before, "modifiedBefore") if opts.modified_before else None
     oldest = (now_ms - opts.max_file_age_ms) if (opts.max_file_age_ms and now_ms) else None
     for f in candidates:
         if f.type != pafs.FileType.File:

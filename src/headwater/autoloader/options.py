@@ -1,5 +1,8 @@
 """The options of the ``cloudFiles`` source, parsed once and validated by name.
 
+``cloudFiles.*`` and the generic file-source options are Auto Loader's own and live here; the
+format options (``header``, ``dateFormat``, ...) are parsed by the shared table of
+:mod:`headwater.formats.options`, so each is honoured or refused exactly as in COPY INTO.
 ``cloudFiles.validateOptions`` (default true) makes an unknown or inconsistent option an
 error that names it, because a misspelt option silently ignored is a stream that does the
 wrong thing for months.
@@ -7,43 +10,37 @@ wrong thing for months.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from headwater.errors import OptionError
+from headwater.formats.options import FORMATS, FormatOptions, parse_format_options
 from headwater.options import as_bool, as_bytes, as_int, split_columns
 
-FORMATS = ("json", "csv", "parquet", "text", "avro", "orc", "binaryfile")
 PLANNED_FORMATS = ("xml",)
 _FORMAT_LIST = "json, csv, parquet, text, avro, orc or binaryFile"
 EVOLUTION_MODES = ("addnewcolumns", "rescue", "failonnewcolumns", "none")
 
 CLOUD_OPTIONS = {
-    "cloudfiles.format", "cloudfiles.schemalocation", "cloudfiles.infercolumntypes",
-    "cloudfiles.schemahints", "cloudfiles.schemaevolutionmode", "cloudfiles.includeexistingfiles",
-    "cloudfiles.allowoverwrites", "cloudfiles.maxfilespertrigger", "cloudfiles.maxbytespertrigger",
-    "cloudfiles.partitioncolumns", "cloudfiles.maxfileage", "cloudfiles.cleansource",
-    "cloudfiles.cleansource.retentionduration", "cloudfiles.cleansource.movedestination",
-    "cloudfiles.validateoptions", "cloudfiles.useNotifications".lower(), "cloudfiles.backfillinterval",
+    name.lower(): name
+    for name in (
+        "cloudFiles.format", "cloudFiles.schemaLocation", "cloudFiles.inferColumnTypes",
+        "cloudFiles.schemaHints", "cloudFiles.schemaEvolutionMode",
+        "cloudFiles.includeExistingFiles", "cloudFiles.allowOverwrites",
+        "cloudFiles.maxFilesPerTrigger", "cloudFiles.maxBytesPerTrigger",
+        "cloudFiles.partitionColumns", "cloudFiles.maxFileAge", "cloudFiles.cleanSource",
+        "cloudFiles.cleanSource.retentionDuration", "cloudFiles.cleanSource.moveDestination",
+        "cloudFiles.validateOptions", "cloudFiles.useNotifications",
+        "cloudFiles.backfillInterval",
+    )
 }  # fmt: skip
 GENERIC_OPTIONS = {
-    "pathglobfilter", "recursivefilelookup", "modifiedafter", "modifiedbefore",
-    "ignorecorruptfiles", "ignoremissingfiles", "rescueddatacolumn", "path",
-}  # fmt: skip
-FORMAT_OPTIONS = {
-    "json": {"multiline", "encoding", "primitivesasstring", "allowcomments", "dateformat",
-             "timestampformat", "columnnameofcorruptrecord", "mode", "charset", "linesep"},
-    "csv": {"header", "sep", "delimiter", "quote", "escape", "multiline", "encoding", "charset",
-            "nullvalue", "emptyvalue", "dateformat", "timestampformat", "comment", "mode",
-            "ignoreleadingwhitespace", "ignoretrailingwhitespace", "columnnameofcorruptrecord",
-            "inferschema", "linesep", "enforceschema"},
-    "parquet": {"mergeschema", "datetimerebasemode", "int96rebasemode"},
-    "text": {"wholetext", "linesep", "encoding"},
-    "avro": {"avroschema", "mergeschema"},
-    "orc": {"mergeschema"},
-    "binaryfile": set(),
+    name.lower(): name
+    for name in (
+        "pathGlobFilter", "recursiveFileLookup", "modifiedAfter", "modifiedBefore",
+        "ignoreCorruptFiles", "ignoreMissingFiles", "rescuedDataColumn", "path",
+    )
 }  # fmt: skip
 
 _DURATION = re.compile(
@@ -90,7 +87,11 @@ class CloudFilesOptions:
     ignore_missing: bool = False
     rescue_column: str | None = None
     rescue_column_given: bool = False
-    format_options: dict[str, str] = field(default_factory=dict)
+    format_options: FormatOptions | None = None  # None: the format's defaults
+
+    def __post_init__(self) -> None:
+        if self.format_options is None:
+            self.format_options = parse_format_options(self.format, {})
 
     @classmethod
     def parse(cls, options: Mapping[str, str], user_schema: bool) -> CloudFilesOptions:
@@ -107,13 +108,16 @@ class CloudFilesOptions:
                 f"Unknown cloudFiles.format '{fmt}'; use one of {', '.join(FORMATS)}."
             )
         rescue_given = "rescueddatacolumn" in o
-        if as_bool(o.get("cloudfiles.validateoptions"), "cloudFiles.validateOptions", True):
-            _validate_names(o, fmt)
-            if fmt == "binaryfile" and rescue_given:
-                raise OptionError(
-                    "Option 'rescuedDataColumn' does not apply to cloudFiles.format 'binaryFile': "
-                    "its rows (path, modificationTime, length, content) never hold a misfit."
-                )
+        validate = as_bool(o.get("cloudfiles.validateoptions"), "cloudFiles.validateOptions", True)
+        fmt_opts = parse_format_options(
+            fmt, options, own={**CLOUD_OPTIONS, **GENERIC_OPTIONS}, strict=validate,
+            context="the cloudFiles source", label=f"cloudFiles.format '{fmt}'",
+        )  # fmt: skip
+        if validate and fmt == "binaryfile" and rescue_given:
+            raise OptionError(
+                "Option 'rescuedDataColumn' does not apply to cloudFiles.format 'binaryFile': "
+                "its rows (path, modificationTime, length, content) never hold a misfit."
+            )
         mode = str(
             o.get("cloudfiles.schemaevolutionmode", "none" if user_schema else "addNewColumns")
         ).lower()
@@ -149,7 +153,6 @@ class CloudFilesOptions:
             else (None if user_schema or fmt == "binaryfile" else "_rescued_data")
         )
         parts = o.get("cloudfiles.partitioncolumns")
-        fmt_opts = {k: str(v) for k, v in o.items() if k in FORMAT_OPTIONS.get(fmt, set())}
         return cls(
             format=fmt,
             schema_location=location,
@@ -187,20 +190,4 @@ class CloudFilesOptions:
             rescue_column=rescue or None,
             rescue_column_given=rescue_given,
             format_options=fmt_opts,
-        )
-
-
-def _validate_names(options: dict[str, str], fmt: str) -> None:
-    known = CLOUD_OPTIONS | GENERIC_OPTIONS | FORMAT_OPTIONS.get(fmt, set())
-    every = CLOUD_OPTIONS | GENERIC_OPTIONS | set().union(*FORMAT_OPTIONS.values())
-    for key in options:
-        if key in known:
-            continue
-        if key in every:
-            raise OptionError(f"Option '{key}' does not apply to cloudFiles.format '{fmt}'.")
-        hint = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
-        raise OptionError(
-            f"Unknown option '{key}' for the cloudFiles source."
-            + (f" Did you mean '{hint[0]}'?" if hint else "")
-            + " Set cloudFiles.validateOptions=false to pass it through unchecked."
         )

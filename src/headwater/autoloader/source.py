@@ -2,10 +2,11 @@
 
 Driver (the stream reader, one long-lived process): discovery into the durable file state,
 admission control, offsets ``{"seq": n, "state": id}`` that index the discovery log.
-Executors: each task parses its files into Arrow batches (:mod:`.readers`), rescuing what
-does not fit, and adds partition values from ``k=v`` paths. A file whose new columns the
-schema lacks stops the query in ``addNewColumns`` mode after recording the widened schema,
-so the next start reads them (see :func:`headwater.autoloader.run_with_schema_evolution`).
+Executors: each task parses its files into Arrow batches (:mod:`headwater.formats`),
+rescuing what does not fit, and adds partition values from ``k=v`` paths. A file whose new
+columns the schema lacks stops the query in ``addNewColumns`` mode after recording the
+widened schema, so the next start reads them (see
+:func:`headwater.autoloader.run_with_schema_evolution`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StringType, StructField, StructType
 
-from headwater import storage
-from headwater.autoloader import readers
+from headwater import formats, storage
 from headwater.autoloader.discovery import list_source, partition_values
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.autoloader.schema import (
@@ -36,8 +36,6 @@ from headwater.autoloader.schema import (
     SchemaStore,
     apply_hints,
     infer,
-    infer_file,
-    merge,
     sample,
 )
 from headwater.autoloader.state import FileState
@@ -282,16 +280,15 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         for path, _size in partition.files:
             parts = partition_values(self.path, path) if self.resolved.partitions else {}
             try:
-                for batch in readers.read_file(
+                for batch in formats.read_file(
                     path,
-                    self.opts.format,
                     self.resolved.data,
                     self.opts.format_options,
                     rescue,
                     detect_new=detect,
                 ):
                     yield _with_partitions(batch, target, parts, self.resolved)
-            except readers.NewColumnsFound as e:
+            except formats.NewColumnsFound as e:
                 self._on_new_columns(e)
             except FileNotFoundError as e:
                 if self.opts.ignore_missing:
@@ -304,7 +301,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     f"Source file {path} was deleted after it was discovered. Set ignoreMissingFiles=true "
                     "to skip such files."
                 ) from e
-            except readers.CorruptFileError as e:
+            except formats.CorruptFileError as e:
                 if self.opts.ignore_corrupt:
                     log.warning(
                         "cloudFiles: skipped corrupt file %s (ignoreCorruptFiles): %s", path, e
@@ -314,7 +311,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     f"{e}. Set ignoreCorruptFiles=true to skip corrupt files (they stay in the file state)."
                 ) from e
 
-    def _on_new_columns(self, found: readers.NewColumnsFound) -> None:
+    def _on_new_columns(self, found: formats.NewColumnsFound) -> None:
         names = ", ".join(found.columns)
         if self.opts.evolution_mode == "failonnewcolumns":
             raise UnknownFieldsError(
@@ -326,11 +323,15 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         latest = store.latest()
         current = latest[1] if latest else self.resolved.data
         parts = latest[2] if latest else self.resolved.partitions
-        file_schema = infer_file(found.path, self.opts)
+        file_schema = formats.infer_file(
+            found.path, self.opts.format_options, self.opts.infer_column_types
+        )
         added = StructType(
             [f for f in file_schema if f.name.lower() in {c.lower() for c in found.columns}]
         )
-        version = store.write(merge(current, added), parts, f"new columns {names} in {found.path}")
+        version = store.write(
+            formats.merge(current, added), parts, f"new columns {names} in {found.path}"
+        )
         raise UnknownFieldsError(
             f"[UNKNOWN_FIELD_EXCEPTION.NEW_FIELDS_IN_FILE] Encountered new column(s) {names} in file "
             f"{found.path}. Auto Loader added them to the schema (version {version} in "

@@ -16,6 +16,7 @@ sample, so a new column in any file is seen; beyond a few files it runs as a Spa
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Iterator
@@ -27,13 +28,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater import storage
-from headwater.autoloader import readers_binary
-from headwater.autoloader.discovery import Listed, list_source, partition_values
+from headwater.autoloader.discovery import Listed, list_source, parse_time, partition_values
 from headwater.autoloader.options import CloudFilesOptions
-from headwater.autoloader.readers import CorruptFileError
-from headwater.autoloader.schema import infer_file, merge
 from headwater.copyinto.spec import CopyIntoError, CopySpec
 from headwater.copyinto.target import Target
+from headwater.formats import BINARY_FILE_SCHEMA, CorruptFileError, infer_file, merge
 
 DRIVER_INFERENCE_FILES = 32  # fewer files are inferred on the driver (no Spark job)
 TARGET_GROUP_BYTES = 128 * 1024 * 1024
@@ -97,12 +96,8 @@ def _named_files(spec: CopySpec, base: str, opts: CloudFilesOptions) -> list[Lis
 
 def _filtered(infos: list[pafs.FileInfo], opts: CloudFilesOptions) -> Iterator[Listed]:
     """The glob and modification-time filters of a listing, applied to named files."""
-    import fnmatch
-
-    from headwater.autoloader.discovery import _parse_time
-
-    after = _parse_time(opts.modified_after, "modifiedAfter") if opts.modified_after else None
-    before = _parse_time(opts.modified_before, "modifiedBefore") if opts.modified_before else None
+    after = parse_time(opts.modified_after, "modifiedAfter") if opts.modified_after else None
+    before = parse_time(opts.modified_before, "modifiedBefore") if opts.modified_before else None
     for f in infos:
         if f.type != pafs.FileType.File:
             continue
@@ -121,13 +116,13 @@ def listing_options(spec: CopySpec) -> CloudFilesOptions:
         schema_location=None,
         infer_column_types=spec.infer_types,
         glob=spec.glob,
-        recursive=spec.reader_options.get("recursivefilelookup", "false").lower() == "true",
+        recursive=spec.recursive,
         modified_after=spec.modified_after,
         modified_before=spec.modified_before,
         ignore_corrupt=spec.ignore_corrupt,
         ignore_missing=spec.ignore_missing,
         rescue_column=spec.rescue_column,
-        format_options=dict(spec.reader_options),
+        format_options=spec.reader_options,
     )
 
 
@@ -208,7 +203,7 @@ def read_schema(spark: SparkSession, spec: CopySpec, target: Target, plan: FileP
             "files' schema."
         )
     if spec.format == "binaryfile":
-        return ReadSchema(readers_binary.BINARY_FILE_SCHEMA, False)
+        return ReadSchema(BINARY_FILE_SCHEMA, False)
     if spec.format == "text":
         return ReadSchema(StructType([StructField("value", StringType(), True)]), False)
     table = target.schema
@@ -222,8 +217,7 @@ def read_schema(spark: SparkSession, spec: CopySpec, target: Target, plan: FileP
                 f"have (its columns: {', '.join(table.names) or 'none'})."
             )
         return ReadSchema(_nullable(table), False)
-    headerless = spec.format == "csv" and spec.reader_options["header"].lower() != "true"
-    if headerless and spec.select is None and not target.schemaless:
+    if spec.headerless_csv and spec.select is None and not target.schemaless:
         raise CopyIntoError(
             f"CSV files without a header have no column names to match table {target.text}'s "
             "columns: add BY POSITION (or a column list) to map them by position, "
@@ -333,7 +327,7 @@ def _infer_group(
         if size == 0:
             continue  # an empty file has no columns (and Arrow's CSV reader refuses it)
         try:
-            schema = merge(schema, infer_file(path, opts))
+            schema = merge(schema, infer_file(path, opts.format_options, opts.infer_column_types))
         except FileNotFoundError:
             if not opts.ignore_missing:
                 return schema, corrupt, f"Source file {path} was deleted during COPY INTO."

@@ -2,20 +2,21 @@
 
 The files are split into groups of similar size (:func:`plan.balanced_groups`), one row
 and one partition per group (:func:`group_frame`), and ``mapInArrow`` gives one task per
-group: each task
-parses its files with Auto Loader's readers (:func:`headwater.autoloader.readers.read_file`:
-pyarrow's C++ readers, values placed into the read schema's types) and yields Arrow batches
-of up to 64k rows, never Python rows. The DataFrame then flows into Spark's native Parquet
-writer, so no file is read twice and nothing is collected on the driver.
+group: each task parses its files with the shared file-format readers
+(:func:`headwater.formats.read_file`: pyarrow's C++ readers, values placed into the read
+schema's types, the same readers and options as Auto Loader) and yields Arrow batches of up
+to 64k rows, never Python rows. The DataFrame then flows into Spark's native Parquet writer,
+so no file is read twice and nothing is collected on the driver.
 
 A value that does not fit its column (a field the table lacks, a string in an int column,
 a malformed JSON line) is never dropped silently: it lands in the ``rescuedDataColumn`` when
 one is set; otherwise the reader rescues it into a hidden column and ``mode`` decides:
 ``FAILFAST`` (the default) fails the load naming the file and the value, ``DROPMALFORMED``
-drops the row, ``PERMISSIVE`` (Spark's default, chosen explicitly here) loads null in its
-place. Corrupt files (bad compression or encoding, unreadable Parquet) fail the load unless
-``ignoreCorruptFiles``; skipped ones are reported to the driver through an accumulator and
-contribute no rows (each file is read whole before any of its rows go out).
+drops the row. ``PERMISSIVE`` (Spark's default, chosen explicitly here) reads as Spark does:
+null in place of a misfit, and the record's text in the ``columnNameOfCorruptRecord`` column
+when the table has one. Corrupt files (bad compression or encoding, unreadable Parquet) fail
+the load unless ``ignoreCorruptFiles``; skipped ones are reported to the driver through an
+accumulator and contribute no rows (each file is read whole before any of its rows go out).
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from headwater.autoloader import readers
 from headwater.autoloader.discovery import partition_values
 from headwater.delta.schema import as_nullable
 from headwater.errors import HeadwaterError
+from headwater.formats import CorruptFileError, FormatOptions, read_file
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class ReadTask:
     groups: list[list[tuple[str, int]]]
     format: str
     data: StructType  # the read schema (partition keys included)
-    options: dict[str, str]
+    options: FormatOptions
     rescue: str | None  # the user's rescue column
     mode: str
     ignore_corrupt: bool
@@ -83,9 +84,16 @@ class ReadTask:
 
     @property
     def reader_rescue(self) -> str | None:
-        if self.rescue or self.format == "binaryfile":
+        """The rescue column the reader fills: the user's; none for PERMISSIVE (the reader
+        applies it, as Spark does); else the hidden one ``mode`` is applied to here."""
+        if self.rescue or self.format == "binaryfile" or self.mode == "permissive":
             return self.rescue
         return MISFIT
+
+    @property
+    def reader_options(self) -> FormatOptions:
+        """With the hidden rescue column, every misfit is kept for ``mode`` to judge here."""
+        return replace(self.options, mode=None) if self.reader_rescue == MISFIT else self.options
 
 
 def corrupt_accumulator(spark: SparkSession):
@@ -133,7 +141,7 @@ def _flush(pending: list[pa.RecordBatch], target: pa.Schema) -> Iterator[pa.Reco
 
 def _read(task: ReadTask, path: str, target: pa.Schema, corrupt) -> Iterator[pa.RecordBatch]:
     try:
-        batches = readers.read_file(path, task.format, task.data, task.options, task.reader_rescue)
+        batches = read_file(path, task.data, task.reader_options, task.reader_rescue)
         if task.ignore_corrupt:
             batches = list(batches)  # all or nothing: a file failing midway adds no rows
         for batch in batches:
@@ -148,7 +156,7 @@ def _read(task: ReadTask, path: str, target: pa.Schema, corrupt) -> Iterator[pa.
             f"Source file {path} was deleted during COPY INTO. Set "
             "FORMAT_OPTIONS('ignoreMissingFiles'='true') to skip files that disappear."
         ) from e
-    except readers.CorruptFileError as e:
+    except CorruptFileError as e:
         if task.ignore_corrupt:
             log.warning("COPY INTO: skipped corrupt file %s (ignoreCorruptFiles): %s", path, e)
             corrupt.add(frozenset([path]))

@@ -5,61 +5,41 @@ fast with an error naming the clause or option at fault (and the closest known o
 for a misspelling), and no file is touched. The result, :class:`CopySpec`, holds plain
 values only: it is what the planner, the executors and the load record work from.
 
-FORMAT_OPTIONS are Spark's reader options. Those headwater's readers honour are accepted;
-Spark options they would silently ignore (``dateFormat``, ``nullValue``, ...) are refused by
-name, because an option that is accepted and does nothing loads wrong data quietly.
+FORMAT_OPTIONS are Spark's reader options, parsed by the option table of each format
+(:mod:`headwater.formats.options`), the same one Auto Loader uses: an option is honoured by
+the readers or refused by name (saying what happens instead), because an option that is
+accepted and does nothing loads wrong data quietly. The generic file-source options and
+``rescuedDataColumn`` are COPY INTO's own and are parsed here.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from headwater import storage
-from headwater.autoloader.options import FORMATS
 from headwater.errors import OptionError
-from headwater.options import as_bool
+from headwater.formats.options import (
+    FORMATS,
+    CsvOptions,
+    FormatOptions,
+    RecordText,
+    parse_format_options,
+)
+from headwater.options import as_bool, unknown_option
 
 MAX_FILES = 1000
-MODES = ("failfast", "permissive", "dropmalformed")
 
-# Options every format takes (lower case).
+# FORMAT_OPTIONS every format takes, besides the format's own (lower case -> spelling).
 GENERIC = {
-    "ignorecorruptfiles", "ignoremissingfiles", "rescueddatacolumn", "mode", "pathglobfilter",
-    "modifiedafter", "modifiedbefore", "recursivefilelookup", "mergeschema",
+    name.lower(): name
+    for name in (
+        "ignoreCorruptFiles", "ignoreMissingFiles", "rescuedDataColumn", "pathGlobFilter",
+        "modifiedAfter", "modifiedBefore", "recursiveFileLookup",
+    )
 }  # fmt: skip
-# Format options headwater's readers honour, per format.
-BY_FORMAT = {
-    "csv": {"header", "sep", "delimiter", "quote", "escape", "multiline", "encoding", "charset",
-            "inferschema"},
-    "json": {"multiline", "encoding", "charset", "inferschema", "primitivesasstring"},
-    "parquet": set(),
-    "avro": {"avroschema"},
-    "orc": set(),
-    "text": {"encoding"},
-    "binaryfile": set(),
-}  # fmt: skip
-# Spark reader options headwater's readers do not implement yet: refused by name.
-NOT_IMPLEMENTED = {
-    "dateformat", "timestampformat", "timestampntzformat", "nullvalue", "emptyvalue",
-    "nanvalue", "positiveinf", "negativeinf", "comment", "ignoreleadingwhitespace",
-    "ignoretrailingwhitespace", "columnnameofcorruptrecord", "linesep", "enforceschema",
-    "allowcomments", "allowsinglequotes", "allowunquotedfieldnames", "allownumericleadingzeros",
-    "allowbackslashescapingallcharacters", "allowunquotedcontrolchars", "prefersdecimal",
-    "samplingratio", "dropfieldifallnull", "wholetext", "datetimerebasemode", "int96rebasemode",
-    "maxcolumns", "maxcharspercolumn", "unescapedquotehandling", "locale", "inferTimestamp".lower(),
-}  # fmt: skip
-COPY_OPTIONS = {"force", "mergeschema"}
-_CANONICAL = {
-    k.lower(): k
-    for k in [
-        "ignoreCorruptFiles", "ignoreMissingFiles", "rescuedDataColumn", "mode",
-        "pathGlobFilter", "modifiedAfter", "modifiedBefore", "recursiveFileLookup",
-        "mergeSchema", "header", "sep", "delimiter", "quote", "escape", "multiLine", "encoding",
-        "charset", "inferSchema", "primitivesAsString", "avroSchema", "force",
-    ]
-}  # fmt: skip
+COPY_OPTIONS = {"force": "force", "mergeschema": "mergeSchema"}
 
 
 class CopyIntoError(OptionError):
@@ -68,8 +48,8 @@ class CopyIntoError(OptionError):
 
 @dataclass(frozen=True)
 class CopySpec:
-    """One COPY INTO, validated. ``reader_options`` are the format options the readers take
-    (lower-case keys, CSV ``header`` defaulted to false as in Spark)."""
+    """One COPY INTO, validated. ``reader_options`` are the typed format options the readers
+    take (CSV ``header`` defaulted to false, as in Spark)."""
 
     format: str
     source: str
@@ -78,7 +58,7 @@ class CopySpec:
     by_position: bool = False
     files: tuple[str, ...] | None = None
     pattern: str | None = None
-    reader_options: dict[str, str] = field(default_factory=dict)
+    reader_options: FormatOptions | None = None  # None: the format's defaults
     force: bool = False
     merge_schema: bool = False
     validate: str | int | None = None  # None, "all", or a row count
@@ -90,13 +70,21 @@ class CopySpec:
     glob: str | None = None
     modified_after: str | None = None
     modified_before: str | None = None
+    recursive: bool = False
     format_options: dict[str, str] = field(default_factory=dict)  # as given, for history
+
+    def __post_init__(self) -> None:
+        if self.reader_options is None:
+            object.__setattr__(self, "reader_options", parse_format_options(self.format, {}))
+
+    @property
+    def headerless_csv(self) -> bool:
+        return isinstance(self.reader_options, CsvOptions) and not self.reader_options.header
 
     @property
     def positional(self) -> bool:
         """Source columns map to target columns by position (headerless CSV)."""
-        header = self.reader_options.get("header", "false").lower() == "true"
-        return self.format == "csv" and not header and (self.by_position or bool(self.columns))
+        return self.headerless_csv and (self.by_position or bool(self.columns))
 
 
 def parse(
@@ -152,19 +140,22 @@ def parse(
             "target columns in the SELECT list (expr AS column) instead."
         )
 
-    fopts = _check_format_options(format_options or {}, fmt)
+    given = {str(k): v for k, v in (format_options or {}).items() if v is not None}
+    fopts = {k.lower(): str(v) for k, v in given.items()}
+    label = f"FILEFORMAT = {fmt.upper()}"
+    try:
+        reader = parse_format_options(
+            fmt, given, own=GENERIC, context=f"FORMAT_OPTIONS of {label}", label=label
+        )
+    except OptionError as e:
+        raise CopyIntoError(str(e)) from None
+    if isinstance(reader, CsvOptions) and "header" not in fopts:
+        reader = replace(reader, header=False)  # Spark's default; Auto Loader assumes one
     copts = _check_names(copy_options or {}, COPY_OPTIONS, "COPY_OPTIONS")
-    header = fopts.get("header", "false")
-    _bool(header, "header")
-    if by_position and (fmt != "csv" or header.lower() == "true"):
+    if by_position and (fmt != "csv" or reader.header):
         raise CopyIntoError(
             "BY POSITION applies to headerless CSV files only (FILEFORMAT = CSV without "
             "FORMAT_OPTIONS('header'='true')); other sources are matched by column name."
-        )
-    mode = str(fopts.get("mode", "failfast")).lower()
-    if mode not in MODES:
-        raise CopyIntoError(
-            f"FORMAT_OPTIONS 'mode' must be FAILFAST, PERMISSIVE or DROPMALFORMED, not '{fopts['mode']}'."
         )
     rescue = fopts.get("rescueddatacolumn") or None
     if rescue is not None and fmt == "binaryfile":
@@ -177,16 +168,8 @@ def parse(
             "Give either FORMAT_OPTIONS 'rescuedDataColumn' (misfits are kept in that column) or "
             "'mode', not both."
         )
-    reader = {k: str(v) for k, v in fopts.items() if k in BY_FORMAT[fmt]}
-    if "charset" in reader:
-        reader.setdefault("encoding", reader.pop("charset"))
-    if fmt == "csv":
-        reader["header"] = header
-    infer = _bool(fopts.get("inferschema"), "inferSchema", default=fmt != "csv")
-    if _bool(fopts.get("primitivesasstring"), "primitivesAsString"):
-        infer = False
-    for key in ("multiline", "recursivefilelookup", "mergeschema"):
-        _bool(fopts.get(key), key)
+    infer = reader.infer_schema if isinstance(reader, RecordText) else None
+    infer = fmt != "csv" if infer is None else infer
     return CopySpec(
         format=fmt,
         source=storage.normalize(str(source).strip()),
@@ -201,13 +184,14 @@ def parse(
         validate=_validate(validate),
         infer_types=infer,
         rescue_column=rescue,
-        mode=mode,
+        mode=reader.mode or "failfast",
         ignore_corrupt=_bool(fopts.get("ignorecorruptfiles"), "ignoreCorruptFiles"),
         ignore_missing=_bool(fopts.get("ignoremissingfiles"), "ignoreMissingFiles"),
         glob=fopts.get("pathglobfilter"),
         modified_after=fopts.get("modifiedafter"),
         modified_before=fopts.get("modifiedbefore"),
-        format_options={str(k): str(v) for k, v in (format_options or {}).items()},
+        recursive=_bool(fopts.get("recursivefilelookup"), "recursiveFileLookup"),
+        format_options={k: str(v) for k, v in given.items()},
     )
 
 
@@ -245,38 +229,11 @@ def _validate(value: str | int | None) -> str | int | None:
     raise CopyIntoError(f"VALIDATE takes ALL or a positive number of rows, not {value!r}.")
 
 
-def _check_format_options(options: Mapping[str, str], fmt: str) -> dict[str, str]:
+def _check_names(
+    options: Mapping[str, str], known: Mapping[str, str], context: str
+) -> dict[str, str]:
     lowered = {str(k).lower(): v for k, v in options.items() if v is not None}
-    known = GENERIC | BY_FORMAT[fmt]
-    every = GENERIC | set().union(*BY_FORMAT.values())
-    for key in lowered:
-        original = next(k for k in options if str(k).lower() == key)
-        if key in known:
-            continue
-        if key in every:
-            raise CopyIntoError(
-                f"FORMAT_OPTIONS '{original}' does not apply to FILEFORMAT = {fmt.upper()}."
-            )
-        if key in NOT_IMPLEMENTED:
-            raise CopyIntoError(
-                f"FORMAT_OPTIONS '{original}' is a Spark reader option headwater's COPY INTO does "
-                "not implement yet; remove it (values are read in Spark's default form: ISO-8601 "
-                "dates and timestamps, empty CSV values as null)."
-            )
-    return _check_names(lowered, known, f"FORMAT_OPTIONS of FILEFORMAT = {fmt.upper()}")
-
-
-def _check_names(options: Mapping[str, str], known: set[str], context: str) -> dict[str, str]:
-    lowered = {str(k).lower(): v for k, v in options.items() if v is not None}
-    for key in lowered:
-        if key in known:
-            continue
-        original = next(k for k in options if str(k).lower() == key)
-        hint = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-        names = ", ".join(sorted(_CANONICAL.get(k, k) for k in known))
-        raise CopyIntoError(
-            f"Unknown option '{original}' in {context}."
-            + (f" Did you mean '{_CANONICAL.get(hint[0], hint[0])}'?" if hint else "")
-            + f" Known options: {names}."
-        )
+    for given in options:
+        if str(given).lower() not in known:
+            raise CopyIntoError(str(unknown_option(str(given), known, context, known)))
     return lowered

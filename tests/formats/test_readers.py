@@ -1,4 +1,4 @@
-"""headwater.autoloader.readers: one file to Arrow batches of the declared schema, with rescue.
+"""headwater.formats: one file to Arrow batches of the declared schema, with rescue.
 
 Pure pyarrow: these tests never start Spark (the reader runs inside Python workers).
 """
@@ -33,17 +33,18 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from headwater.autoloader import readers
-from headwater.autoloader.options import CloudFilesOptions
-from headwater.autoloader.readers import (
-    SUPPORTED_FORMATS,
+from headwater.errors import OptionError
+from headwater.formats import (
+    BINARY_FILE_SCHEMA,
     CorruptFileError,
     NewColumnsFound,
+    chunks,
+    infer_file,
+    json_reader,
+    parse_format_options,
     read_file,
 )
-from headwater.autoloader.readers_binary import BINARY_FILE_SCHEMA
-from headwater.autoloader.schema import infer_file
-from headwater.errors import OptionError
+from headwater.formats import FORMATS as SUPPORTED_FORMATS
 
 UTC = datetime.timezone.utc
 RESCUE = "_rescued_data"
@@ -68,11 +69,16 @@ def read(path, fmt, sch, options=None, rescue=RESCUE, detect_new=False, batch_ro
     fields = list(sch.fields) + ([StructField(rescue, StringType())] if rescue else [])
     expected = to_arrow_schema(StructType(fields), timezone="UTC")
     rows = []
-    for batch in read_file(path, fmt, sch, options or {}, rescue, detect_new, batch_rows):
+    opts = parse_format_options(fmt, options or {})
+    for batch in read_file(path, sch, opts, rescue, detect_new, batch_rows):
         assert batch.schema == expected
         assert batch.num_rows <= batch_rows
         rows.extend(batch.to_pylist())
     return rows
+
+
+def fopts(fmt: str, options: dict):
+    return parse_format_options(fmt, options)
 
 
 def rescued(path: str, **values) -> str:
@@ -141,7 +147,7 @@ def test_typed_json_round_trips_into_the_exact_arrow_schema(tmp_path):
 def test_declared_non_nullable_fields_come_out_nullable(tmp_path):
     sch = StructType([StructField("id", LongType(), nullable=False)])
     path = write(tmp_path, "a.json", jsonl({"other": 1}))
-    batches = list(read_file(path, "json", sch, {}, None))
+    batches = list(read_file(path, sch, fopts("json", {}), None))
     assert batches[0].schema == pa.schema([pa.field("id", pa.int64(), nullable=True)])
     assert batches[0].to_pylist() == [{"id": None}]
 
@@ -323,8 +329,8 @@ def test_empty_and_blank_lines_are_skipped(tmp_path):
 
 
 def test_rows_keep_file_order_when_some_pieces_need_the_per_row_path(tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "_CHUNK", 4096)
-    monkeypatch.setattr(readers, "_PIECE", 512)
+    monkeypatch.setattr(chunks, "CHUNK", 4096)
+    monkeypatch.setattr(chunks, "PIECE", 512)
     lines = [{"id": i, "v": "x"} for i in range(2000)]
     lines[700] = {"id": 700, "v": 1}  # a number in a string column: still fast (inferred)
     lines[1500] = "{broken"
@@ -338,8 +344,8 @@ def test_rows_keep_file_order_when_some_pieces_need_the_per_row_path(tmp_path, m
 
 
 def test_corrupt_line_number_is_counted_across_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "_CHUNK", 1024)
-    monkeypatch.setattr(readers, "_PIECE", 256)
+    monkeypatch.setattr(chunks, "CHUNK", 1024)
+    monkeypatch.setattr(chunks, "PIECE", 256)
     lines = [{"id": i} for i in range(500)]
     lines[400] = "{broken"
     path = write(tmp_path, "a.json", jsonl(*lines))
@@ -409,12 +415,15 @@ def test_truncated_gzip_raises_corrupt_file_error_naming_the_file(tmp_path):
 def test_empty_file_yields_no_batches(tmp_path, name, fmt, data):
     path = write(tmp_path, name, data)
     sch = schema(value=StringType())
-    assert list(read_file(path, fmt, sch, {}, RESCUE if fmt != "text" else None)) == []
+    assert list(read_file(path, sch, fopts(fmt, {}), RESCUE if fmt != "text" else None)) == []
 
 
 def test_multiline_json_empty_file_yields_no_batches(tmp_path):
     path = write(tmp_path, "a.json", b"  \n")
-    assert list(read_file(path, "json", schema(id=LongType()), {"multiline": "true"}, None)) == []
+    assert (
+        list(read_file(path, schema(id=LongType()), fopts("json", {"multiline": "true"}), None))
+        == []
+    )
 
 
 def test_non_utf8_json_raises_unless_an_encoding_is_given(tmp_path):
@@ -462,7 +471,7 @@ def test_decimals_from_numbers_and_strings_and_lossy_ones_rescued(tmp_path):
 
 
 def test_line_longer_than_arrows_block_is_read_on_the_fast_path(tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "_json_slow", lambda *a: pytest.fail("took the per-row path"))
+    monkeypatch.setattr(json_reader, "python_rows", lambda *a: pytest.fail("took the per-row path"))
     long_text = "x" * (3 << 20)
     path = write(tmp_path, "a.json", jsonl({"id": 1, "s": long_text}, {"id": 2, "s": "y"}))
     rows = read(path, "json", schema(id=LongType(), s=StringType()))
@@ -478,7 +487,7 @@ def test_utf8_byte_order_mark_is_dropped(tmp_path):
 
 def test_batches_hold_at_most_batch_rows(tmp_path):
     path = write(tmp_path, "a.json", jsonl(*[{"id": i} for i in range(1000)]))
-    batches = list(read_file(path, "json", schema(id=LongType()), {}, None, batch_rows=300))
+    batches = list(read_file(path, schema(id=LongType()), fopts("json", {}), None, batch_rows=300))
     assert [b.num_rows for b in batches] == [300, 300, 300, 100]
     assert pa.Table.from_batches(batches).column("id").to_pylist() == list(range(1000))
 
@@ -511,10 +520,10 @@ def fast_and_slow(tmp_path, monkeypatch, dtype, values):
     malformed one (which sends the chunk down the per-row path), the corrupt row dropped."""
     clean = write(tmp_path, "clean.json", jsonl(*[{"v": v} for v in values]))
     mixed = write(tmp_path, "mixed.json", jsonl(*[{"v": v} for v in values], "{broken"))
-    slow = readers._json_slow
-    monkeypatch.setattr(readers, "_json_slow", lambda *a: pytest.fail("took the per-row path"))
+    slow = json_reader.python_rows
+    monkeypatch.setattr(json_reader, "python_rows", lambda *a: pytest.fail("took the per-row path"))
     fast_rows = read(clean, "json", schema(v=dtype))
-    monkeypatch.setattr(readers, "_json_slow", slow)
+    monkeypatch.setattr(json_reader, "python_rows", slow)
     slow_rows = read(mixed, "json", schema(v=dtype))
     assert slow_rows.pop() == {"v": None, RESCUE: rescued(mixed, _corrupt_record="{broken")}
     for row in slow_rows:
@@ -585,7 +594,7 @@ def test_csv_values_fit_the_same_on_the_arrow_path_and_the_per_row_path(tmp_path
 
 def test_detect_new_raises_with_every_new_column_before_yielding_anything(tmp_path):
     path = write(tmp_path, "a.json", jsonl({"id": 1, "ID": 2}, {"id": 2, "b": 1}, {"c": 3}))
-    batches = read_file(path, "json", schema(id=LongType()), {}, RESCUE, detect_new=True)
+    batches = read_file(path, schema(id=LongType()), fopts("json", {}), RESCUE, detect_new=True)
     with pytest.raises(NewColumnsFound) as info:
         next(batches)
     assert info.value.path == path and info.value.columns == ["b", "c"]
@@ -811,8 +820,9 @@ def avro_file(tmp_path, name: str, fields: list, records: list, codec="null") ->
     return path
 
 
-def cloud_opts(fmt: str, **format_options) -> CloudFilesOptions:
-    return CloudFilesOptions(format=fmt, schema_location=None, format_options=format_options)
+def cloud_opts(fmt: str, **format_options):
+    """The options of ``fmt`` and Auto Loader's default (columns as strings) for inference."""
+    return parse_format_options(fmt, format_options), False
 
 
 AVRO_FIELDS = [
@@ -880,7 +890,7 @@ def test_avro_round_trips_types_from_its_writer_schema(tmp_path):
             },
         ],
     )
-    inferred = infer_file(path, cloud_opts("avro"))
+    inferred = infer_file(path, *cloud_opts("avro"))
     assert inferred.simpleString() == (
         "struct<id:bigint,name:string,score:double,day:date,at:timestamp,local:timestamp_ntz,"
         "price:decimal(10,2),kind:string,raw:binary,tags:array<string>,"
@@ -996,7 +1006,7 @@ def test_avro_unions_time_uuid_and_records_of_several_kinds(tmp_path):
          "id": uid},
     ]  # fmt: skip
     path = avro_file(tmp_path, "a.avro", fields, rows)
-    inferred = infer_file(path, cloud_opts("avro"))
+    inferred = infer_file(path, *cloud_opts("avro"))
     assert inferred.simpleString() == (
         "struct<u:struct<member0:bigint,member1:string>,wide:bigint,"
         "ab:struct<member0:struct<x:bigint>,member1:struct<y:string>>,t:bigint,tu:bigint,"
@@ -1015,7 +1025,7 @@ def test_avro_top_level_non_record_is_a_value_column_and_chunks_hold_batch_rows(
     path = str(tmp_path / "a.avro")
     with open(path, "wb") as f:
         fastavro.writer(f, fastavro.parse_schema("long"), list(range(7)), codec="deflate")
-    assert infer_file(path, cloud_opts("avro")).simpleString() == "struct<value:bigint>"
+    assert infer_file(path, *cloud_opts("avro")).simpleString() == "struct<value:bigint>"
     rows = read(path, "avro", schema(value=LongType()), batch_rows=3)
     assert rows == [{"value": i, RESCUE: None} for i in range(7)]
 
@@ -1031,7 +1041,7 @@ def test_avro_schema_option_reads_with_an_evolved_reader_schema(tmp_path):
         ],
     }
     opts = {"avroSchema": json.dumps(evolved)}
-    inferred = infer_file(path, cloud_opts("avro", avroschema=opts["avroSchema"]))
+    inferred = infer_file(path, *cloud_opts("avro", avroschema=opts["avroSchema"]))
     assert inferred.simpleString() == "struct<id:bigint,note:string>"
     assert read(path, "avro", inferred, opts) == [{"id": 1, "note": "none", RESCUE: None}]
     with pytest.raises(OptionError, match="avroSchema"):
@@ -1046,7 +1056,7 @@ def test_not_an_avro_file_or_a_truncated_one_raises_corrupt_file_error(tmp_path)
     with pytest.raises(CorruptFileError, match=r"bad\.avro"):
         read(bad, "avro", schema(id=LongType()))
     with pytest.raises(CorruptFileError, match=r"bad\.avro"):
-        infer_file(bad, cloud_opts("avro"))
+        infer_file(bad, *cloud_opts("avro"))
     good = avro_file(tmp_path, "good.avro", [{"name": "id", "type": "long"}], [{"id": 1}] * 50)
     with open(good, "rb") as f:
         cut = write(tmp_path, "cut.avro", f.read()[:-30])
@@ -1093,7 +1103,7 @@ def test_orc_round_trips_types_and_reads_timestamps_as_utc_microseconds(tmp_path
         }
     )
     orc.write_table(table, path)
-    inferred = infer_file(path, cloud_opts("orc"))
+    inferred = infer_file(path, *cloud_opts("orc"))
     assert inferred.simpleString() == (
         "struct<id:bigint,name:string,at:timestamp,day:date,price:decimal(10,2),raw:binary,"
         "tags:array<string>,counts:map<string,bigint>,s:struct<a:bigint,when:timestamp>>"
@@ -1164,7 +1174,7 @@ def test_not_an_orc_file_raises_corrupt_file_error(tmp_path):
 def test_binary_file_is_one_row_with_path_time_length_and_content(tmp_path):
     path = write(tmp_path, "img.png", b"\x89PNG\x00\xff")
     os.utime(path, (1_700_000_000.5, 1_700_000_000.5))
-    sch = infer_file(path, cloud_opts("binaryfile"))
+    sch = infer_file(path, *cloud_opts("binaryfile"))
     assert sch == BINARY_FILE_SCHEMA
     assert sch.simpleString() == (
         "struct<path:string,modificationTime:timestamp,length:bigint,content:binary>"
@@ -1218,15 +1228,15 @@ def test_unsupported_format_and_bad_options_are_rejected(tmp_path):
     path = write(tmp_path, "a.csv", "a\n1\n")
     assert SUPPORTED_FORMATS == ("json", "csv", "parquet", "text", "avro", "orc", "binaryfile")
     with pytest.raises(ValueError, match="xml"):
-        list(read_file(path, "xml", schema(a=LongType()), {}, None))
+        list(read_file(path, schema(a=LongType()), fopts("xml", {}), None))
     with pytest.raises(ValueError, match="sep"):
-        list(read_file(path, "csv", schema(a=LongType()), {"sep": "||"}, None))
+        list(read_file(path, schema(a=LongType()), fopts("csv", {"sep": "||"}), None))
     with pytest.raises(ValueError, match="klingon"):
-        list(read_file(path, "csv", schema(a=LongType()), {"encoding": "klingon"}, None))
+        list(read_file(path, schema(a=LongType()), fopts("csv", {"encoding": "klingon"}), None))
     with pytest.raises(ValueError, match=RESCUE):
-        list(read_file(path, "csv", schema(_rescued_data=StringType()), {}, RESCUE))
+        list(read_file(path, schema(_rescued_data=StringType()), fopts("csv", {}), RESCUE))
 
 
 def test_missing_file_raises_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
-        list(read_file(str(tmp_path / "gone.json"), "json", schema(a=LongType()), {}, None))
+        list(read_file(str(tmp_path / "gone.json"), schema(a=LongType()), fopts("json", {}), None))

@@ -1,140 +1,33 @@
-"""Avro, ORC and binaryFile: the formats whose files carry their own types, or no text at all.
+"""Avro files, decoded by fastavro into Arrow arrays of the types the file's schema implies.
 
-The contract is :func:`headwater.autoloader.readers.read_file`'s, which dispatches here: batches
-of exactly the declared schema, values that do not fit rescued by the same
-:class:`~headwater.autoloader.readers._Conformer` as Parquet's (a string ``"12"`` fills an int
-column, ``"abc"`` is rescued; a lossy cast is rescued; columns the schema lacks are rescued, or
-dropped without a rescue column). This module also answers schema inference for the three.
-
-* ORC: pyarrow's reader, stripe by stripe. Timestamps are truncated to microseconds (Spark's
-  precision) and an ORC ``timestamp`` without a zone is read as UTC, as Spark reads it.
-* Avro: fastavro decodes rows to Python; each chunk becomes one Arrow array per column, built
-  for the Arrow type that :class:`_AvroTypes` derives from the file's writer schema (or the
-  ``avroSchema`` option, a compatible reader schema). A union of ``null`` and one type is that
-  type, nullable; ``int``/``long`` and ``float``/``double`` unions widen; other unions are
-  structs ``member0, member1, ...`` as in Spark. Logical types: ``date``; ``timestamp-millis``
-  and ``-micros`` (UTC) and ``local-timestamp-*`` (no zone); ``decimal`` (a string beyond 38
-  digits); ``uuid`` as a string; ``time-millis``/``-micros`` as integers, as in Spark.
-* binaryFile: one row per file, ``path, modificationTime, length, content``; nothing is ever
-  rescued (a rescue column, if asked for, is null). ``path`` is the path the file state
-  records, the same string as ``_file_path`` in other formats' rescued data.
+fastavro decodes rows to Python; each chunk becomes one Arrow array per column, built for the
+Arrow type that :class:`_AvroTypes` derives from the file's writer schema (or the
+``avroSchema`` option, a compatible reader schema). A union of ``null`` and one type is that
+type, nullable; ``int``/``long`` and ``float``/``double`` unions widen; other unions are
+structs ``member0, member1, ...`` as in Spark. Logical types: ``date``; ``timestamp-millis``
+and ``-micros`` (UTC) and ``local-timestamp-*`` (no zone); ``decimal`` (a string beyond 38
+digits); ``uuid`` as a string; ``time-millis``/``-micros`` as integers, as in Spark. Values
+that do not fit the declared schema are rescued by the same rules as Parquet's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import fastavro
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.types as pt
-from pyspark.sql.types import (
-    BinaryType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from headwater import storage
-from headwater.autoloader.readers import CorruptFileError, _Conformer
-from headwater.errors import OptionError
+from headwater.formats.conform import Conformer
+from headwater.formats.errors import CorruptFileError
+from headwater.formats.options import AvroOptions, parse_avro_schema
 
-__all__ = ["BINARY_FILE_SCHEMA", "avro_schema", "orc_schema", "read"]
-
-BINARY_FILE_SCHEMA = StructType(
-    [
-        StructField("path", StringType(), True),
-        StructField("modificationTime", TimestampType(), True),
-        StructField("length", LongType(), True),
-        StructField("content", BinaryType(), True),
-    ]
-)
-_MAX_BINARY = 2**31 - 1  # an Arrow binary value (and a Spark one) holds at most this many bytes
-
-
-def read(
-    conf: _Conformer, fmt: str, opts: dict[str, str], detect_new: bool, batch_rows: int
-) -> Iterator[pa.Table]:
-    """Tables of ``conf``'s schema from one file of ``fmt`` (avro, orc or binaryfile)."""
-    if fmt == "avro":
-        return _read_avro(conf, opts, detect_new, batch_rows)
-    if fmt == "orc":
-        return _read_orc(conf, detect_new)
-    return _read_binary_file(conf)
-
-
-# ------------------------------------------------------------------------------ orc
-
-
-def _map_timestamps(t: pa.DataType, fn: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
-    """``t`` with ``fn`` applied to every timestamp type in it, nested ones included."""
-    if pt.is_timestamp(t):
-        return fn(t)
-    if pt.is_struct(t):
-        return pa.struct([f.with_type(_map_timestamps(f.type, fn)) for f in t])
-    if pt.is_list(t):
-        return pa.list_(t.value_field.with_type(_map_timestamps(t.value_type, fn)))
-    if pt.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_map_timestamps(t.value_type, fn)))
-    if pt.is_map(t):
-        key = t.key_field.with_type(_map_timestamps(t.key_type, fn))
-        return pa.map_(key, t.item_field.with_type(_map_timestamps(t.item_type, fn)))
-    return t
-
-
-def _orc():
-    import pyarrow.orc  # not in every pyarrow build (Windows wheels lack it): only when used
-
-    return pyarrow.orc
-
-
-def orc_schema(path: str) -> pa.Schema:
-    """The Arrow schema inference sees for an ORC file: zone-less timestamps as UTC ones."""
-    paorc = _orc()
-    fs, inner = storage.filesystem(path)
-    with fs.open_input_file(inner) as f:
-        schema = paorc.ORCFile(f).schema
-    utc = lambda t: pa.timestamp("us", "UTC")  # noqa: E731
-    return pa.schema([f.with_type(_map_timestamps(f.type, utc)) for f in schema])
-
-
-def _read_orc(conf: _Conformer, detect_new: bool) -> Iterator[pa.Table]:
-    paorc = _orc()
-    fs, inner = storage.filesystem(conf.path)
-    try:
-        orc = paorc.ORCFile(fs.open_input_file(inner))
-        names = orc.schema.names
-    except FileNotFoundError:
-        raise
-    except (OSError, pa.ArrowException) as e:
-        raise CorruptFileError(conf.path, f"not a readable ORC file: {e}") from e
-    conf.seen.update(dict.fromkeys(names))
-    if detect_new:
-        conf.check_new()
-    columns = None
-    if not conf.rescue:  # read only what lands somewhere (one column at least, for the rows)
-        columns = [name for name in names if name in conf.types] or names[:1]
-    micros = lambda t: pa.timestamp("us", t.tz)  # noqa: E731
-    for stripe in range(orc.nstripes):
-        try:
-            batch = orc.read_stripe(stripe, columns=columns)
-        except (OSError, pa.ArrowException) as e:
-            raise CorruptFileError(conf.path, f"cannot read ORC stripe {stripe}: {e}") from e
-        arrays = []
-        for column in batch.columns:  # Spark keeps microseconds: truncate, never rescue, nanos
-            wanted = _map_timestamps(column.type, micros)
-            arrays.append(column if wanted == column.type else column.cast(wanted, safe=False))
-        yield from conf.assemble_all(pa.RecordBatch.from_arrays(arrays, batch.schema.names))
-
-
-# ------------------------------------------------------------------------------ avro
+__all__ = ["avro_schema", "read_avro"]
 
 Fix = Callable[[object], object]
 
@@ -303,21 +196,15 @@ def _columns(schema) -> tuple[list[tuple[str, _Avro]], bool]:
     return [("value", avro)], False
 
 
-def _reader_schema(opts: dict[str, str]):
-    text = opts.get("avroschema")
-    if not text:
-        return None
-    try:
-        return fastavro.parse_schema(json.loads(text))
-    except (ValueError, TypeError, KeyError, fastavro.schema.SchemaParseException) as e:
-        raise OptionError(f"Option 'avroSchema' is not a valid Avro schema: {e}") from e
+def _reader_schema(opts: AvroOptions):
+    return parse_avro_schema(opts.avro_schema, "avroSchema") if opts.avro_schema else None
 
 
 def _avro_error(path: str, e: Exception) -> CorruptFileError:
     return CorruptFileError(path, f"not a readable Avro file: {type(e).__name__}: {e}")
 
 
-def avro_schema(path: str, opts: dict[str, str]) -> pa.Schema:
+def avro_schema(path: str, opts: AvroOptions) -> pa.Schema:
     """The Arrow schema of an Avro file: the ``avroSchema`` option, else the writer schema in
     the file's header (only the header is read)."""
     reader_schema = _reader_schema(opts)
@@ -365,8 +252,8 @@ def _avro_chunks(path: str, reader_schema, size: int) -> Iterator[list | tuple]:
         raise _avro_error(path, e) from e
 
 
-def _read_avro(
-    conf: _Conformer, opts: dict[str, str], detect_new: bool, batch_rows: int
+def read_avro(
+    conf: Conformer, opts: AvroOptions, detect_new: bool, batch_rows: int
 ) -> Iterator[pa.Table]:
     with contextlib.closing(_avro_chunks(conf.path, _reader_schema(opts), batch_rows)) as chunks:
         columns, is_record = next(chunks)
@@ -388,41 +275,3 @@ def _read_avro(
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                     arrays.append((name, values))  # the conformer's per-value path sorts it out
             yield conf.assemble(len(rows), arrays)
-
-
-# ------------------------------------------------------------------------------ binaryFile
-
-
-def _read_binary_file(conf: _Conformer) -> Iterator[pa.Table]:
-    unknown = [f.name for f in conf.fields if f.name not in BINARY_FILE_SCHEMA.names]
-    if unknown:
-        raise ValueError(
-            f"binaryFile has the columns {', '.join(BINARY_FILE_SCHEMA.names)}; not "
-            f"{', '.join(unknown)}"
-        )
-    fs, inner = storage.filesystem(conf.path)
-    try:
-        info = fs.get_file_info(inner)
-        if info.type == pafs.FileType.NotFound:
-            raise FileNotFoundError(conf.path)
-        if (info.size or 0) > _MAX_BINARY:
-            raise CorruptFileError(conf.path, f"{info.size} bytes is over binaryFile's 2 GiB")
-        content = b""
-        if "content" in conf.types:  # a schema without it does not read the bytes
-            with fs.open_input_stream(inner) as stream:
-                content = stream.read()
-    except (FileNotFoundError, CorruptFileError):
-        raise
-    except (OSError, pa.ArrowException) as e:
-        raise CorruptFileError(conf.path, f"cannot read it: {e}") from e
-    length = len(content) if "content" in conf.types else (info.size or 0)
-    mtime = pa.array([info.mtime_ns], pa.timestamp("ns", "UTC")).cast(
-        pa.timestamp("us", "UTC"), safe=False
-    )
-    columns = {
-        "path": pa.array([conf.path], pa.string()),
-        "modificationTime": mtime,
-        "length": pa.array([length], pa.int64()),
-        "content": pa.array([content], pa.binary()),
-    }
-    yield conf.assemble(1, [(name, columns[name]) for name in conf.types])

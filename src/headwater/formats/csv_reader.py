@@ -1,0 +1,194 @@
+"""CSV files to tables of the declared schema.
+
+Every value is read as text by Arrow's C++ CSV reader and parsed into its column's type by
+:func:`~headwater.formats.convert.convert`, so a misfit is rescued, never a parse failure.
+With a header, columns are matched by name (a header name the schema lacks is rescued as
+such); without, by position (``_c<i>`` beyond the schema). Fields beyond the header are named
+``_c<index>``. A chunk goes per row (:mod:`headwater.formats.csv_records`) only where Arrow
+would not read it exactly (see there).
+
+Empty values: with neither ``nullValue`` nor ``emptyValue`` set, an empty value is null in
+every column but a string one, where it is ``""``. With either set, values follow Spark: an
+unquoted empty value is null, a quoted one (``""``) is ``emptyValue`` (default ``""``), and
+a value equal to ``nullValue`` is null.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from headwater.formats.chunks import byte_chunks, drive
+from headwater.formats.conform import Conformer, NeedsRecordText
+from headwater.formats.csv_records import WHITESPACE, Dialect, Record
+from headwater.formats.options import CsvOptions
+
+__all__ = ["cell", "read_csv"]
+
+
+def cell(record: Record, i: int, opts: CsvOptions) -> str | None:
+    """Value ``i`` of a record as the reader takes it (None: null; see the module on empty
+    values)."""
+    if i >= len(record.values):
+        return None
+    value = record.values[i]
+    spark_empties = opts.null_value is not None or opts.empty_value is not None
+    if not spark_empties or value != "":
+        return value if value != opts.null_value else None
+    if not record.quoted[i]:
+        return None
+    empty = opts.empty_value or ""
+    return None if empty == (opts.null_value or "") else empty
+
+
+class _CsvReader:
+    """One file: its options, its header once read, and the two paths for its chunks."""
+
+    def __init__(self, conf: Conformer, opts: CsvOptions) -> None:
+        self.conf, self.opts = conf, opts
+        self.dialect = Dialect.of(opts)
+        self.sep = (opts.line_sep or "\n").encode()
+        self.spark_empties = opts.null_value is not None or opts.empty_value is not None
+        self.trims = opts.ignore_leading_white_space or opts.ignore_trailing_white_space
+        self.names: list[str] = []
+        q = opts.quote.encode()
+        self.spaced_quotes = [b" " + q, b"\t" + q, q + b" ", q + b"\t"] if q else []
+        self.comment = opts.comment and re.compile(
+            rb"(?:^|(?<=[\r\n]))" + re.escape(opts.comment.encode()) + rb"[^\r\n]*(?:\r?\n|\r|\Z)"
+        )
+        self.parse = pacsv.ParseOptions(
+            delimiter=opts.sep, quote_char=opts.quote or False,
+            escape_char=opts.escape or False, newlines_in_values=opts.multiline,
+        )  # fmt: skip
+
+    # -- the header ----------------------------------------------------------------------
+
+    def take_header(self, chunk: bytes, detect_new: bool) -> bytes | None:
+        """Read the column names from the first record; the chunk without it (None: the
+        chunk holds no record yet)."""
+        text = chunk.decode()
+        first: Record | None = next(self.dialect.records(text), None)
+        if first is None:
+            return None
+        known = self.conf.data_names
+        positional = [known[i] if i < len(known) else f"_c{i}" for i in range(len(first.values))]
+        self.names = first.values if self.opts.header else positional
+        self.conf.seen.update(dict.fromkeys(self.names))
+        if detect_new:
+            self.conf.check_new()
+        return chunk[len(text[: first.end].encode()) :] if self.opts.header else chunk
+
+    # -- Arrow's path --------------------------------------------------------------------
+
+    def _for_arrow(self, chunk: bytes) -> bytes | None:
+        """The chunk as Arrow reads it exactly, or None when only the per-row path does."""
+        if self.opts.multiline and (self.opts.comment or self.opts.line_sep):
+            return None
+        if self.trims and any(spaced in chunk for spaced in self.spaced_quotes):
+            return None  # whitespace next to a quote: inside quotes it is kept
+        line_sep = self.opts.line_sep
+        if line_sep is not None:  # Arrow ends records at every \r, \n or \r\n, and only there
+            breaks = chunk.count(b"\r") + chunk.count(b"\n")
+            if line_sep == "\r\n":
+                exact = breaks == 2 * chunk.count(b"\r\n")
+            elif line_sep in ("\n", "\r"):
+                exact = breaks == chunk.count(self.sep)
+            else:
+                exact = breaks == 0
+            if not exact:
+                return None
+            if line_sep not in ("\n", "\r", "\r\n"):
+                chunk = chunk.replace(self.sep, b"\n")
+        if self.comment:
+            chunk = self.comment.sub(b"", chunk)
+        return chunk
+
+    def _column(self, values: pa.Array) -> pa.Array:
+        if self.trims:
+            trimmed = values
+            if self.opts.ignore_leading_white_space:
+                trimmed = pc.utf8_ltrim(trimmed, characters=WHITESPACE)
+            if self.opts.ignore_trailing_white_space:
+                trimmed = pc.utf8_rtrim(trimmed, characters=WHITESPACE)
+            if self.spark_empties:  # an unquoted value of whitespace only: empty, so null
+                blank = pc.and_(pc.equal(trimmed, ""), pc.not_equal(values, ""))
+                trimmed = pc.if_else(blank, None, trimmed)
+            values = trimmed
+        return self._empties(values)
+
+    def _empties(self, values: pa.Array) -> pa.Array:
+        """Quoted empty values (unquoted ones are null already) and ``nullValue``."""
+        if not self.spark_empties:
+            return values
+        if self.opts.empty_value:
+            values = pc.if_else(pc.equal(values, ""), self.opts.empty_value, values)
+        null_value = self.opts.null_value if self.opts.null_value is not None else ""
+        if null_value:
+            values = pc.if_else(pc.equal(values, null_value), None, values)
+        elif not self.opts.empty_value:
+            values = pc.if_else(pc.equal(values, ""), None, values)  # "" is nullValue
+        return values
+
+    def fast(self, chunk: bytes) -> list[pa.Table] | None:
+        data = self._for_arrow(chunk)
+        if data is None:
+            return None
+        ragged: list = []
+        cols = [f"f{i}" for i in range(len(self.names))]
+        self.parse.invalid_row_handler = lambda row: ragged.append(row) or "skip"
+        convert = pacsv.ConvertOptions(
+            column_types=dict.fromkeys(cols, pa.string()),
+            strings_can_be_null=self.spark_empties,
+            null_values=[""],
+            quoted_strings_can_be_null=False,
+        )
+        try:
+            table = pacsv.read_csv(
+                io.BytesIO(data), pacsv.ReadOptions(column_names=cols, block_size=1 << 22),
+                self.parse, convert,
+            )  # fmt: skip
+        except pa.ArrowException:
+            return None
+        if ragged:
+            return None
+        out = []
+        try:
+            for batch in table.to_batches():
+                columns = [
+                    (n, self._column(c)) for n, c in zip(self.names, batch.columns, strict=True)
+                ]
+                out.append(self.conf.assemble(batch.num_rows, columns))
+        except NeedsRecordText:
+            return None
+        return out
+
+    # -- the per-row path ----------------------------------------------------------------
+
+    def slow(self, chunk: bytes, _first_line: int) -> pa.Table:
+        records = list(self.dialect.records(chunk.decode()))
+        width = max([len(self.names), *(len(r.values) for r in records)])
+        cols = []
+        for i in range(width):  # fields beyond the header: "_c<index>"
+            name = self.names[i] if i < len(self.names) else f"_c{i}"
+            cols.append((name, pa.array([cell(r, i, self.opts) for r in records], pa.string())))
+        ragged = np.array([len(r.values) != len(self.names) for r in records], bool)
+        texts = [r.text for r in records]
+        return self.conf.assemble(len(records), cols, texts=texts, ragged=ragged)
+
+
+def read_csv(conf: Conformer, opts: CsvOptions, detect_new: bool) -> Iterator[pa.Table]:
+    reader = _CsvReader(conf, opts)
+    sep = (opts.line_sep or "\n").encode()
+    for chunk in byte_chunks(conf.path, opts.encoding, whole=opts.multiline, sep=sep):
+        if not reader.names:
+            chunk = reader.take_header(chunk, detect_new)
+            if chunk is None:
+                continue
+        if chunk.strip():
+            yield from drive([chunk], reader.fast, reader.slow, not opts.multiline, sep)
