@@ -67,6 +67,7 @@ def duration_ms(text: str | None, name: str) -> int | None:
 class CloudFilesOptions:
     format: str
     schema_location: str | None
+    format_options: FormatOptions
     infer_column_types: bool = False
     schema_hints: str | None = None
     evolution_mode: str = "addnewcolumns"
@@ -87,11 +88,6 @@ class CloudFilesOptions:
     ignore_missing: bool = False
     rescue_column: str | None = None
     rescue_column_given: bool = False
-    format_options: FormatOptions | None = None  # None: the format's defaults
-
-    def __post_init__(self) -> None:
-        if self.format_options is None:
-            self.format_options = parse_format_options(self.format, {})
 
     @classmethod
     def parse(cls, options: Mapping[str, str], user_schema: bool) -> CloudFilesOptions:
@@ -179,7 +175,8 @@ class CloudFilesOptions:
             clean_retention_ms=duration_ms(
                 o.get("cloudfiles.cleansource.retentionduration", "30 days"),
                 "cloudFiles.cleanSource.retentionDuration",
-            ),
+            )
+            or 0,
             move_destination=move_dest,
             glob=o.get("pathglobfilter"),
             recursive=as_bool(o.get("recursivefilelookup"), "recursiveFileLookup"),

@@ -38,7 +38,8 @@ class SchemaInferenceError(HeadwaterError):
 
 
 def sample(files: Sequence[Listed]) -> list[Listed]:
-    chosen, total = [], 0
+    chosen: list[Listed] = []
+    total = 0
     for f in sorted(files, key=lambda f: f.mtime_ms, reverse=True):
         if len(chosen) >= SAMPLE_FILES or (chosen and total + f.size > SAMPLE_BYTES):
             break

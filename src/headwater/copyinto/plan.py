@@ -76,7 +76,7 @@ def list_files(spec: CopySpec) -> list[Listed]:
 
 def _named_files(spec: CopySpec, base: str, opts: CloudFilesOptions) -> list[Listed]:
     fs, _ = storage.filesystem(base)
-    paths = [storage.join(base, name) for name in dict.fromkeys(spec.files)]
+    paths = [storage.join(base, name) for name in dict.fromkeys(spec.files or ())]
     infos = fs.get_file_info([storage.filesystem(p)[1] for p in paths])
     missing = [p for p, i in zip(paths, infos, strict=True) if i.type != pafs.FileType.File]
     if missing and not spec.ignore_missing:
@@ -310,7 +310,7 @@ def infer(spark: SparkSession, spec: CopySpec, plan: FilePlan) -> tuple[StructTy
             )
             for r in rows
         ]
-    schema, corrupt = StructType([]), set()
+    schema, corrupt = StructType([]), set[str]()
     for part, bad, error in results:
         if error:
             raise CopyIntoError(error)
@@ -322,7 +322,7 @@ def infer(spark: SparkSession, spec: CopySpec, plan: FilePlan) -> tuple[StructTy
 def _infer_group(
     files: list[tuple[str, int]], opts: CloudFilesOptions
 ) -> tuple[StructType, set[str], str | None]:
-    schema, corrupt = StructType([]), set()
+    schema, corrupt = StructType([]), set[str]()
     for path, size in files:
         if size == 0:
             continue  # an empty file has no columns (and Arrow's CSV reader refuses it)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -141,7 +141,9 @@ def _flush(pending: list[pa.RecordBatch], target: pa.Schema) -> Iterator[pa.Reco
 
 def _read(task: ReadTask, path: str, target: pa.Schema, corrupt) -> Iterator[pa.RecordBatch]:
     try:
-        batches = read_file(path, task.data, task.reader_options, task.reader_rescue)
+        batches: Iterable[pa.RecordBatch] = read_file(
+            path, task.data, task.reader_options, task.reader_rescue
+        )
         if task.ignore_corrupt:
             batches = list(batches)  # all or nothing: a file failing midway adds no rows
         for batch in batches:

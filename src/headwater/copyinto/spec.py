@@ -53,12 +53,12 @@ class CopySpec:
 
     format: str
     source: str
+    reader_options: FormatOptions
     select: tuple[str, ...] | None = None
     columns: tuple[str, ...] | None = None
     by_position: bool = False
     files: tuple[str, ...] | None = None
     pattern: str | None = None
-    reader_options: FormatOptions | None = None  # None: the format's defaults
     force: bool = False
     merge_schema: bool = False
     validate: str | int | None = None  # None, "all", or a row count
@@ -72,10 +72,6 @@ class CopySpec:
     modified_before: str | None = None
     recursive: bool = False
     format_options: dict[str, str] = field(default_factory=dict)  # as given, for history
-
-    def __post_init__(self) -> None:
-        if self.reader_options is None:
-            object.__setattr__(self, "reader_options", parse_format_options(self.format, {}))
 
     @property
     def headerless_csv(self) -> bool:
@@ -152,7 +148,7 @@ def parse(
     if isinstance(reader, CsvOptions) and "header" not in fopts:
         reader = replace(reader, header=False)  # Spark's default; Auto Loader assumes one
     copts = _check_names(copy_options or {}, COPY_OPTIONS, "COPY_OPTIONS")
-    if by_position and (fmt != "csv" or reader.header):
+    if by_position and not (isinstance(reader, CsvOptions) and not reader.header):
         raise CopyIntoError(
             "BY POSITION applies to headerless CSV files only (FILEFORMAT = CSV without "
             "FORMAT_OPTIONS('header'='true')); other sources are matched by column name."

@@ -12,11 +12,12 @@ that do not fit the declared schema are rescued by the same rules as Parquet's.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import fastavro
 import pyarrow as pa
@@ -29,7 +30,7 @@ from headwater.formats.options import AvroOptions, parse_avro_schema
 
 __all__ = ["avro_schema", "read_avro"]
 
-Fix = Callable[[object], object]
+Fix = Callable[[Any], Any]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,14 @@ _PRIMITIVES = {
     "bytes": _Avro(pa.binary(), None, _is(bytes)),
     "string": _Avro(pa.string(), None, _is(str)),
 }
+
+
+def _each(fix: Fix, values: list) -> list:
+    return [fix(v) for v in values]
+
+
+def _each_value(fix: Fix, values: dict) -> list[tuple]:
+    return [(k, fix(v)) for k, v in values.items()]
 
 
 def _since_midnight(unit: int) -> Fix:
@@ -130,13 +139,11 @@ class _AvroTypes:
             return avro
         if kind == "array":
             items = self.node(s["items"])
-            fix = items.fix and _nullsafe(lambda v, f=items.fix: [f(x) for x in v])
+            fix = items.fix and _nullsafe(partial(_each, items.fix))
             return _Avro(pa.list_(items.type), fix, _is(list))
         if kind == "map":
             values = self.node(s["values"])
-            fix = values.fix and _nullsafe(
-                lambda v, f=values.fix: [(k, f(x)) for k, x in v.items()]
-            )
+            fix = values.fix and _nullsafe(partial(_each_value, values.fix))
             return _Avro(pa.map_(pa.string(), values.type), fix, _is(dict))
         return self.node(kind)  # {"type": "long"} and the like
 
@@ -226,7 +233,7 @@ def avro_schema(path: str, opts: AvroOptions) -> pa.Schema:
     return pa.schema([(name, avro.type) for name, avro in columns])
 
 
-def _avro_chunks(path: str, reader_schema, size: int) -> Iterator[list | tuple]:
+def _avro_chunks(path: str, reader_schema, size: int) -> Generator[list | tuple, None, None]:
     """First the file's columns, then its records in lists of ``size``; whatever fails while
     decoding (a bad header, block, codec or schema resolution) is a :class:`CorruptFileError`."""
     fs, inner = storage.filesystem(path)
@@ -255,7 +262,8 @@ def _avro_chunks(path: str, reader_schema, size: int) -> Iterator[list | tuple]:
 def read_avro(
     conf: Conformer, opts: AvroOptions, detect_new: bool, batch_rows: int
 ) -> Iterator[pa.Table]:
-    with contextlib.closing(_avro_chunks(conf.path, _reader_schema(opts), batch_rows)) as chunks:
+    chunks = _avro_chunks(conf.path, _reader_schema(opts), batch_rows)
+    try:
         columns, is_record = next(chunks)
         conf.seen.update(dict.fromkeys(name for name, _ in columns))
         if detect_new:
@@ -275,3 +283,5 @@ def read_avro(
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                     arrays.append((name, values))  # the conformer's per-value path sorts it out
             yield conf.assemble(len(rows), arrays)
+    finally:
+        chunks.close()

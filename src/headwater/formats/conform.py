@@ -117,7 +117,7 @@ class Conformer:
         for name, src in cols:
             self.seen.setdefault(name)
             target = self.types.get(name) if name != self.corrupt else None  # exact names only
-            rows = None  # the rows to rescue; None: every non-null value
+            rows: np.ndarray | None = None  # the rows to rescue; None: every non-null value
             if target is not None and name not in out:
                 convert_fn = from_python if isinstance(src, list) else convert
                 out[name], bad = convert_fn(src, target, self.rules)
@@ -131,10 +131,13 @@ class Conformer:
                         name,
                         value if isinstance(src, list) else value.as_py(),
                     )
-            if self.rescue and isinstance(src, list):
-                rows = [i for i, v in enumerate(src) if v is not None] if rows is None else rows
+            if not self.rescue:
+                continue
+            if isinstance(src, list):
+                if rows is None:
+                    rows = np.array([i for i, v in enumerate(src) if v is not None], np.int64)
                 parts.append(self._part(name, [src[i] for i in rows], rows))
-            elif self.rescue:
+            else:
                 rows = np.flatnonzero(valid(src)) if rows is None else rows
                 parts.append(self._part(name, src.take(pa.array(rows, pa.int64())), rows))
         arrays = [out[f.name] if f.name in out else pa.nulls(n, f.type) for f in self.fields]

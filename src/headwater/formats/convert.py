@@ -143,8 +143,8 @@ def _parse_strings(a: pa.Array, t: pa.DataType, rules: ValueRules) -> tuple[pa.A
         for spelled, arrow in rules.specials:
             a = pc.if_else(pc.equal(a, spelled), arrow, a)
     fn = (lambda x: _strings_to_ts(x, t)) if pt.is_timestamp(t) else _cast(t)
-    kinds = ((pt.is_integer, "int"), (pt.is_floating, "num"), (pt.is_decimal, "num"))
-    kinds += ((pt.is_boolean, "bool"), (pt.is_date, "date"), (pt.is_timestamp, "ts"))
+    kinds = [(pt.is_integer, "int"), (pt.is_floating, "num"), (pt.is_decimal, "num")]
+    kinds += [(pt.is_boolean, "bool"), (pt.is_date, "date"), (pt.is_timestamp, "ts")]
     gate = next((g for test, g in kinds if test(t)), None)
     try:
         return fn(a), np.zeros(len(a), bool)  # the common case: every value parses
@@ -189,8 +189,8 @@ def convert(arr: pa.Array, t: pa.DataType, rules: ValueRules) -> tuple[pa.Array,
     if pt.is_map(t):
         if not (pt.is_map(s) or pt.is_struct(s)):
             return _all_bad(arr, t)
-        rows = [v if v is None or isinstance(v, dict) else dict(v) for v in arr.to_pylist()]
-        return from_python([None if v is None else clean(v) for v in rows], t, rules)
+        maps = [v if v is None or isinstance(v, dict) else dict(v) for v in arr.to_pylist()]
+        return from_python([None if v is None else clean(v) for v in maps], t, rules)
     if pt.is_string(s) and not pt.is_string(t):
         if rules.text or pt.is_timestamp(t) or pt.is_date(t) or pt.is_decimal(t) or pt.is_binary(t):
             return _parse_strings(arr, t, rules)

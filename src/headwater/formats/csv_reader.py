@@ -140,8 +140,13 @@ class _CsvReader:
         if data is None:
             return None
         ragged: list = []
+
+        def skip(row) -> str:
+            ragged.append(row)
+            return "skip"
+
         cols = [f"f{i}" for i in range(len(self.names))]
-        self.parse.invalid_row_handler = lambda row: ragged.append(row) or "skip"
+        self.parse.invalid_row_handler = skip
         convert = pacsv.ConvertOptions(
             column_types=dict.fromkeys(cols, pa.string()),
             strings_can_be_null=self.spark_empties,
@@ -186,9 +191,6 @@ def read_csv(conf: Conformer, opts: CsvOptions, detect_new: bool) -> Iterator[pa
     reader = _CsvReader(conf, opts)
     sep = (opts.line_sep or "\n").encode()
     for chunk in byte_chunks(conf.path, opts.encoding, whole=opts.multiline, sep=sep):
-        if not reader.names:
-            chunk = reader.take_header(chunk, detect_new)
-            if chunk is None:
-                continue
-        if chunk.strip():
-            yield from drive([chunk], reader.fast, reader.slow, not opts.multiline, sep)
+        rest = chunk if reader.names else reader.take_header(chunk, detect_new)
+        if rest is not None and rest.strip():
+            yield from drive([rest], reader.fast, reader.slow, not opts.multiline, sep)

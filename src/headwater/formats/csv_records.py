@@ -114,6 +114,7 @@ class Dialect:
         start, values, quoted = pos, [], []
         while True:
             m = self._field.match(text, pos)
+            assert m is not None  # an unquoted value may be empty: a field always matches
             if m.group("q") is not None:
                 values.append(self._quoted(m.group("q"), m.group("tail")))
                 quoted.append(True)

@@ -140,7 +140,9 @@ def compile_pattern(text: str, option: str, zone_allowed: bool = True) -> Dateti
     what cannot be parsed exactly."""
     if not text:
         raise OptionError(f"Option '{option}' is empty; give a pattern such as 'yyyy-MM-dd'.")
-    parts, fields, slices = [], [], []
+    parts: list[str] = []
+    fields: list[str] = []
+    slices: list[tuple[int, int]] = []
     offset: int | None = 0  # None once a field or literal has a variable width
     for token in _tokens(text, option):
         if isinstance(token, str):

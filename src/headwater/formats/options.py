@@ -23,7 +23,7 @@ import codecs
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import fastavro
 
@@ -383,7 +383,7 @@ def parse_format_options(
     if kind is None:
         raise OptionError(f"Unsupported format '{fmt}'; use one of {', '.join(FORMATS)}.")
     table, own = TABLES[kind.format], own or {}
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for given, raw in options.items():
         if raw is None or str(given).lower() in own:
             continue
