@@ -87,3 +87,26 @@ def test_partition_columns_empty_string_disables_inference(spark, tmp_path):
     _write(str(tmp_path / "land" / "k=v" / "a.json"), '{"id": "1"}\n')
     _, rows = _run(spark, tmp_path, schema=None, cloudFiles__partitionColumns="")
     assert rows == [{"id": "1", "_rescued_data": None}]
+
+
+def test_format_options_come_from_the_shared_table_and_validate_options_false_drops_the_rest():
+    from headwater.autoloader.options import CloudFilesOptions
+    from headwater.formats.options import CsvOptions
+
+    base = {"cloudFiles.format": "csv", "cloudFiles.schemaLocation": "/x"}
+    opts = CloudFilesOptions.parse({**base, "sep": ";", "nullValue": "NA"}, user_schema=False)
+    assert opts.format_options == CsvOptions(sep=";", null_value="NA")
+    lax = {**base, "cloudFiles.validateOptions": "false", "samplingRatio": "0.1", "sep": ";"}
+    lax_opts = CloudFilesOptions.parse({**lax, "nonsense": "1"}, user_schema=False)
+    assert lax_opts.format_options == CsvOptions(sep=";")
+
+
+def test_csv_date_format_misfits_are_rescued_in_a_stream(spark, tmp_path):
+    _write(str(tmp_path / "land" / "a.csv"), "id,day\n1,08/04/2024\n2,2024-04-09\n")
+    _, rows = _run(
+        spark, tmp_path, fmt="csv", schema=None, dateFormat="dd/MM/yyyy",
+        cloudFiles__schemaHints="id int, day date",
+    )  # fmt: skip
+    rows = sorted(rows, key=lambda r: r["id"])
+    assert [(r["id"], str(r["day"])) for r in rows] == [(1, "2024-04-08"), (2, "None")]
+    assert json.loads(rows[1]["_rescued_data"])["day"] == "2024-04-09"

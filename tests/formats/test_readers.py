@@ -45,19 +45,9 @@ from headwater.formats import (
     read_file,
 )
 from headwater.formats import FORMATS as SUPPORTED_FORMATS
+from tests.formats.helpers import RESCUE, schema, write
 
 UTC = datetime.timezone.utc
-RESCUE = "_rescued_data"
-
-
-def schema(**columns) -> StructType:
-    return StructType([StructField(name, dt) for name, dt in columns.items()])
-
-
-def write(tmp_path, name: str, data: str | bytes) -> str:
-    path = tmp_path / name
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    return str(path)
 
 
 def jsonl(*rows) -> str:

@@ -12,7 +12,7 @@ A value that does not fit its column (a field the table lacks, a string in an in
 a malformed JSON line) is never dropped silently: it lands in the ``rescuedDataColumn`` when
 one is set; otherwise the reader rescues it into a hidden column and ``mode`` decides:
 ``FAILFAST`` (the default) fails the load naming the file and the value, ``DROPMALFORMED``
-drops the row. ``PERMISSIVE`` (Spark's default, chosen explicitly here) reads as Spark does:
+drops the row (and the reader drops CSV rows with too few values, as Spark does). ``PERMISSIVE`` (Spark's default, chosen explicitly here) reads as Spark does:
 null in place of a misfit, and the record's text in the ``columnNameOfCorruptRecord`` column
 when the table has one. Corrupt files (bad compression or encoding, unreadable Parquet) fail
 the load unless ``ignoreCorruptFiles``; skipped ones are reported to the driver through an
@@ -92,8 +92,10 @@ class ReadTask:
 
     @property
     def reader_options(self) -> FormatOptions:
-        """With the hidden rescue column, every misfit is kept for ``mode`` to judge here."""
-        return replace(self.options, mode=None) if self.reader_rescue == MISFIT else self.options
+        """FAILFAST is judged here, on the hidden rescue column, so the error quotes the first
+        value that does not fit; DROPMALFORMED also lets the reader drop what it cannot keep
+        (records that do not parse, CSV rows with too few values)."""
+        return replace(self.options, mode=None) if self.mode == "failfast" else self.options
 
 
 def corrupt_accumulator(spark: SparkSession):

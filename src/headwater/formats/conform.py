@@ -8,9 +8,10 @@ a compact JSON object ``{"<field as in the file>": <original value>, ..., "_file
 or ``{"_corrupt_record": "<line>", "_file_path": path}`` for a record that cannot be parsed.
 
 Malformed records and ``mode`` (JSON, CSV; for Parquet, Avro and ORC only misfits count):
-with a rescue column only a record that cannot be parsed at all is malformed (misfits and a
-CSV row's extra values are rescued, as in Auto Loader); without one, a record is malformed
-also when a value does not fit or a CSV row has the wrong number of values (as in Spark).
+with a rescue column a record is malformed when it cannot be parsed at all, or is a CSV row
+with fewer values than the header (misfits and a row's extra values are rescued, as in Auto
+Loader); without one, also when a value does not fit or a CSV row has too many values (as
+in Spark).
 ``PERMISSIVE`` keeps a malformed record (what fits is placed, the rest null) and puts its
 text in the string column named by ``columnNameOfCorruptRecord`` (default
 ``_corrupt_record``) when the schema has one; ``DROPMALFORMED`` drops it; ``FAILFAST`` raises
@@ -103,11 +104,13 @@ class Conformer:
         cols: Iterable[tuple[str, pa.Array | list]],
         corrupt: dict[int, str] | None = None,
         texts: list[str] | None = None,
-        ragged: np.ndarray | None = None,
+        widths: np.ndarray | None = None,
+        lines: list[int] | None = None,
     ) -> pa.Table:
         """A table of the target schema from source columns. ``corrupt``: {row: raw text} of
         records that could not be parsed; ``texts``: every row's record text, when known;
-        ``ragged``: CSV rows whose number of values differs from the header's."""
+        ``widths``: CSV rows' number of values less the header's (0: as many); ``lines``:
+        each row's line in the file, when known (errors)."""
         out: dict[str, pa.Array] = {}
         parts = []
         misfits = np.zeros(n, bool) if self.watch_misfits else None
@@ -147,25 +150,30 @@ class Conformer:
         malformed = np.zeros(n, bool) if misfits is None else misfits
         if corrupt:
             malformed[list(corrupt)] = True
-        if ragged is not None and self.rescue is None:
-            malformed |= ragged
+        if widths is not None:
+            malformed |= (widths < 0) | ((widths > 0) & (self.rescue is None))
         if not malformed.any():
             return table
-        return self._malformed(table, malformed, texts, corrupt, first_misfit)
-
-    def _malformed(self, table: pa.Table, malformed: np.ndarray, texts, corrupt, first_misfit):
         if self.mode == "failfast":
-            row = int(np.flatnonzero(malformed)[0])
-            if texts is not None or (corrupt and row in corrupt):
-                text = texts[row] if texts is not None else corrupt[row]
-                shown = text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
-                detail = f"record {shown!r}"
-            elif first_misfit is not None:
-                name, value = first_misfit
-                detail = f"value {value!r} does not fit column '{name}' ({self.types[name]})"
-            else:
-                detail = "a row with too few or too many values"
-            raise MalformedRecordError(self.path, detail)
+            raise MalformedRecordError(
+                self.path, self._first(malformed, texts, lines, first_misfit)
+            )
+        return self._malformed(table, malformed, texts)
+
+    def _first(self, malformed: np.ndarray, texts, lines, first_misfit) -> str:
+        """The first malformed record, as FAILFAST names it."""
+        row = int(np.flatnonzero(malformed)[0])
+        if texts is not None:
+            text = texts[row] if len(texts[row]) <= _SHOWN else texts[row][:_SHOWN] + "..."
+            return (f"line {lines[row]}: " if lines else "") + f"record {text!r}"
+        if first_misfit is not None:
+            name, value = first_misfit
+            return f"value {value!r} does not fit column '{name}' ({self.types[name]})"
+        return "a row with too few or too many values"
+
+    def _malformed(self, table: pa.Table, malformed: np.ndarray, texts) -> pa.Table:
+        """DROPMALFORMED drops the rows; otherwise they stay, their text in the corrupt-record
+        column when there is one."""
         if self.mode == "dropmalformed":
             return table.filter(pa.array(~malformed))
         if self.corrupt is None:

@@ -78,7 +78,9 @@ class _CsvReader:
             return None
         known = self.conf.data_names
         positional = [known[i] if i < len(known) else f"_c{i}" for i in range(len(first.values))]
-        self.names = first.values if self.opts.header else positional
+        # A header ending in \r (a CRLF file read with lineSep \n) names the column without it
+        header = [name.rstrip("\r") for name in first.values]
+        self.names = header if self.opts.header else positional
         self.conf.seen.update(dict.fromkeys(self.names))
         if detect_new:
             self.conf.check_new()
@@ -182,9 +184,9 @@ class _CsvReader:
         for i in range(width):  # fields beyond the header: "_c<index>"
             name = self.names[i] if i < len(self.names) else f"_c{i}"
             cols.append((name, pa.array([cell(r, i, self.opts) for r in records], pa.string())))
-        ragged = np.array([len(r.values) != len(self.names) for r in records], bool)
+        widths = np.array([len(r.values) - len(self.names) for r in records], np.int64)
         texts = [r.text for r in records]
-        return self.conf.assemble(len(records), cols, texts=texts, ragged=ragged)
+        return self.conf.assemble(len(records), cols, texts=texts, widths=widths)
 
 
 def read_csv(conf: Conformer, opts: CsvOptions, detect_new: bool) -> Iterator[pa.Table]:

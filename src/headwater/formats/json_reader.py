@@ -28,7 +28,7 @@ import pyarrow.types as pt
 from headwater.formats.chunks import byte_chunks, drive
 from headwater.formats.conform import Conformer, NeedsRecordText
 from headwater.formats.convert import NESTED, ValueRules
-from headwater.formats.errors import CorruptFileError, MalformedRecordError
+from headwater.formats.errors import CorruptFileError
 from headwater.formats.jsontext import dumps
 from headwater.formats.options import JsonOptions
 
@@ -152,25 +152,25 @@ def arrow_tables(chunk: bytes, plan: dict, conf: Conformer) -> list[pa.Table] | 
 
 def _rows(objs: list, raws: list[str], lines: list[int], conf: Conformer) -> pa.Table:
     """The per-row path: parsed objects (None when malformed) to a table."""
-    rows, corrupt, texts = [], {}, []
+    rows, corrupt, texts, numbers = [], {}, [], []
     for obj, raw, line in zip(objs, raws, lines, strict=True):
         if isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
             rows.extend(obj)  # a line holding an array of records, read as Spark does
             texts.extend([raw] * len(obj))
+            numbers.extend([line] * len(obj))
             continue
         if isinstance(obj, dict):
             rows.append(obj)
-        elif conf.mode == "failfast":
-            raise MalformedRecordError(conf.path, f"line {line} is not a JSON record: {raw!r}")
         elif not conf.keeps_unparseable:
             raise CorruptFileError(conf.path, f"line {line}: malformed JSON record")
         else:
             corrupt[len(rows)] = raw
             rows.append({})
         texts.append(raw)
+        numbers.append(line)
     names = dict.fromkeys(key for row in rows for key in row)
     cols = [(k, [row.get(k) for row in rows]) for k in names]
-    return conf.assemble(len(rows), cols, corrupt, texts)
+    return conf.assemble(len(rows), cols, corrupt, texts, lines=numbers)
 
 
 def python_rows(piece: bytes, first_line: int, conf: Conformer) -> pa.Table:

@@ -213,23 +213,8 @@ def _pattern(zone_allowed: bool = True) -> Parse:
     return lambda value, name: compile_pattern(value, name, zone_allowed)
 
 
-def _only(allowed: str, instead: str, result: object = None) -> Parse:
-    """Honoured for the value the reader follows anyway (compared case-insensitively),
-    refused for any other, saying what the reader does instead."""
-
-    def parse(value: str, name: str) -> object:
-        if value.strip().lower() not in allowed.lower().split("|"):
-            raise OptionError(
-                f"Option '{name}' = '{value}' is not supported: {instead}. Remove it, or set "
-                f"'{allowed.split('|')[0]}'."
-            )
-        return result
-
-    return parse
-
-
 _UTC = "UTC|Z|GMT|Etc/UTC|+00:00|UTC+00:00|GMT+00:00|0"
-_EN = "en-US|en|en-GB|en_US"
+_EN = "en-US|en|en_US"
 
 
 # ------------------------------------------------------------------------------ the tables
@@ -244,10 +229,29 @@ class Option:
     field: str | None = None
     parse: Parse | None = None
     refused: str | None = None
+    only: str | None = None  # honoured only for these values ("a|b"); refused for others
 
 
 def _honour(name: str, field: str | None, parse: Parse) -> Option:
     return Option(name, field, parse)
+
+
+def _only(name: str, allowed: str, instead: str) -> Option:
+    """Honoured for the value the reader follows anyway (compared case-insensitively),
+    refused for any other, saying what the reader does instead."""
+
+    def parse(value: str, given: str) -> None:
+        if allowed in ("true", "false"):
+            honoured = as_bool(value, given) == (allowed == "true")
+        else:
+            honoured = value.strip().lower() in allowed.lower().split("|")
+        if not honoured:
+            raise OptionError(
+                f"Option '{given}' = '{value}' is not supported: {instead}. Remove it, or set "
+                f"'{allowed.split('|')[0]}'."
+            )
+
+    return Option(name, None, parse, only=allowed)
 
 
 def _refuse(name: str, why: str) -> Option:
@@ -259,7 +263,7 @@ def _write_only(*names: str) -> list[Option]:
             for n in names]  # fmt: skip
 
 
-_MERGE = _honour("mergeSchema", None, _only("true", "inference always merges every file's schema"))
+_MERGE = _only("mergeSchema", "true", "inference always merges every file's schema")
 _PASS_MODE = Option("mode", None, lambda v, n: _mode(v, n) and None)  # nothing is malformed
 _TEXT_INPUT = [
     _honour("encoding", "encoding", _encoding),
@@ -273,8 +277,8 @@ _RECORDS = _TEXT_INPUT + [
     _honour("timestampFormat", "timestamp_format", _pattern()),
     _honour("timestampNTZFormat", "timestamp_ntz_format", _pattern(zone_allowed=False)),
     _honour("inferSchema", "infer_schema", _flag),
-    _honour("locale", None, _only(_EN, "month names are read in English (en-US)")),
-    _honour("timeZone", None, _only(_UTC, "timestamps without an offset are read as UTC")),
+    _only("locale", _EN, "month names are read in English (en-US)"),
+    _only("timeZone", _UTC, "timestamps without an offset are read as UTC"),
     _refuse("enableDateTimeParsingFallback", "with dateFormat/timestampFormat set, a value "
             "that does not match the pattern does not fit its column (Spark's default)"),
     _refuse("samplingRatio", "schema inference reads whole sampled files"),
@@ -284,16 +288,13 @@ _JSON = _RECORDS + [
     _honour("lineSep", "line_sep", _nonempty),
     _honour("allowComments", "allow_comments", _flag),
     _honour("primitivesAsString", "primitives_as_string", _flag),
-    _honour("allowSingleQuotes", None, _only("false", "single-quoted JSON is malformed")),
-    _honour("allowUnquotedFieldNames", None, _only("false", "unquoted names are malformed")),
-    _honour("allowNumericLeadingZeros", None, _only("false", "numbers like 007 are malformed")),
-    _honour("allowBackslashEscapingAnyCharacter", None,
-            _only("false", "only JSON's escapes are read")),
-    _honour("allowUnquotedControlChars", None,
-            _only("false", "raw control characters in strings are malformed")),
-    _honour("prefersDecimal", None, _only("false", "inference reads fractions as double")),
-    _honour("dropFieldIfAllNull", None,
-            _only("false", "inference keeps all-null fields as strings")),
+    _only("allowSingleQuotes", "false", "single-quoted JSON is malformed"),
+    _only("allowUnquotedFieldNames", "false", "unquoted names are malformed"),
+    _only("allowNumericLeadingZeros", "false", "numbers like 007 are malformed"),
+    _only("allowBackslashEscapingAnyCharacter", "false", "only JSON's escapes are read"),
+    _only("allowUnquotedControlChars", "false", "raw control characters are malformed"),
+    _only("prefersDecimal", "false", "inference reads fractions as double"),
+    _only("dropFieldIfAllNull", "false", "inference keeps all-null fields as strings"),
     _refuse("allowNonNumericNumbers", "NaN, Infinity and -Infinity are always read as numbers"),
     _refuse("singleVariantColumn", "variant columns are not supported"),
     *_write_only("compression", "ignoreNullFields"),
@@ -313,7 +314,7 @@ _CSV = _RECORDS + [
     _honour("negativeInf", "negative_inf", _text),
     _honour("ignoreLeadingWhiteSpace", "ignore_leading_white_space", _flag),
     _honour("ignoreTrailingWhiteSpace", "ignore_trailing_white_space", _flag),
-    _honour("maxCharsPerColumn", None, _only("-1", "values of any length are read")),
+    _only("maxCharsPerColumn", "-1", "values of any length are read"),
     _refuse("maxColumns", "rows of any width are read"),
     _refuse("enforceSchema", "with a header, columns are matched to the schema by name; "
             "without one, by position"),
@@ -326,12 +327,10 @@ _AVRO = [
     _honour("avroSchema", "avro_schema", _avro_schema),
     _honour("mode", "mode", _mode),
     _MERGE,
-    _honour("ignoreExtension", None,
-            _only("true", "every file is read whatever its extension (use pathGlobFilter)")),
-    _honour("positionalFieldMatching", None, _only("false", "fields are matched by name")),
-    _honour("datetimeRebaseMode", None, _only("CORRECTED", "dates are read as written")),
-    _honour("enableStableIdentifiersForUnionType", None,
-            _only("false", "union members are named member0, member1, ...")),
+    _only("ignoreExtension", "true", "every file is read, whatever its extension"),
+    _only("positionalFieldMatching", "false", "fields are matched by name"),
+    _only("datetimeRebaseMode", "CORRECTED", "dates are read as written"),
+    _only("enableStableIdentifiersForUnionType", "false", "union members are member0, ..."),
     _refuse("stableIdentifierPrefixForUnionType", "union members are named member0, ..."),
     _refuse("recursiveFieldMaxDepth", "recursive Avro types are refused"),
     *_write_only("compression", "recordName", "recordNamespace"),
@@ -340,8 +339,8 @@ _REBASE = "dates and timestamps are read as written (proleptic Gregorian)"
 _PARQUET = [
     _honour("mode", "mode", _mode),
     _MERGE,
-    _honour("datetimeRebaseMode", None, _only("CORRECTED", _REBASE)),
-    _honour("int96RebaseMode", None, _only("CORRECTED", _REBASE)),
+    _only("datetimeRebaseMode", "CORRECTED", _REBASE),
+    _only("int96RebaseMode", "CORRECTED", _REBASE),
     *_write_only("compression"),
 ]
 _ORC = [_honour("mode", "mode", _mode), _MERGE, *_write_only("compression")]
