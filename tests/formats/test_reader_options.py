@@ -276,3 +276,9 @@ def test_json_inference_with_comments_separators_and_primitives_as_strings(tmp_p
     strings = parse_format_options("json", {**opts, "primitivesAsString": "true"})
     assert infer_file(path, strings, True).simpleString() == "struct<id:string,s:struct<x:string>>"
     assert infer_file(path, strings, False).simpleString() == "struct<id:string,s:string>"
+
+
+def test_csv_per_row_path_keeps_one_record_per_line_with_an_unclosed_quote(tmp_path):
+    path = write(tmp_path, "a.csv", 'a,b\n"open,1\n2,3\n4,5,extra\n')
+    rows = read(path, "csv", schema(a=StringType(), b=StringType()))
+    assert values(rows, "a", "b")[1:] == [("2", "3"), ("4", "5")]

@@ -35,13 +35,17 @@ __all__ = ["cell", "read_csv"]
 def cell(record: Record, i: int, opts: CsvOptions) -> str | None:
     """Value ``i`` of a record as the reader takes it (None: null; see the module on empty
     values)."""
-    if i >= len(record.values):
+    return _cell(record.values, record.quoted, i, opts)
+
+
+def _cell(values: list[str], quoted: list[bool], i: int, opts: CsvOptions) -> str | None:
+    if i >= len(values):
         return None
-    value = record.values[i]
+    value = values[i]
     spark_empties = opts.null_value is not None or opts.empty_value is not None
     if not spark_empties or value != "":
         return value if value != opts.null_value else None
-    if not record.quoted[i]:
+    if not quoted[i]:
         return None
     empty = opts.empty_value or ""
     return None if empty == (opts.null_value or "") else empty
@@ -178,15 +182,22 @@ class _CsvReader:
     # -- the per-row path ----------------------------------------------------------------
 
     def slow(self, chunk: bytes, _first_line: int) -> pa.Table:
-        records = list(self.dialect.records(chunk.decode()))
-        width = max([len(self.names), *(len(r.values) for r in records)])
+        rows = self.dialect.rows(chunk.decode(), quoted=self.spark_empties)
+        lengths = [len(values) for values in rows.values]
         cols = []
-        for i in range(width):  # fields beyond the header: "_c<index>"
+        for i in range(max([len(self.names), *lengths])):  # beyond the header: "_c<index>"
             name = self.names[i] if i < len(self.names) else f"_c{i}"
-            cols.append((name, pa.array([cell(r, i, self.opts) for r in records], pa.string())))
-        widths = np.array([len(r.values) - len(self.names) for r in records], np.int64)
-        texts = [r.text for r in records]
-        return self.conf.assemble(len(records), cols, texts=texts, widths=widths)
+            if rows.quoted is None:  # values as they are (see cell)
+                column = [
+                    v[i] if i < n else None for v, n in zip(rows.values, lengths, strict=True)
+                ]
+            else:
+                column = [
+                    _cell(v, q, i, self.opts) for v, q in zip(rows.values, rows.quoted, strict=True)
+                ]
+            cols.append((name, pa.array(column, pa.string())))
+        widths = np.array(lengths, np.int64) - len(self.names)
+        return self.conf.assemble(len(lengths), cols, texts=rows.texts, widths=widths)
 
 
 def read_csv(conf: Conformer, opts: CsvOptions, detect_new: bool) -> Iterator[pa.Table]:
