@@ -1,4 +1,19 @@
-"""headwater: Delta Lake tables, Auto Loader, COPY INTO and pipelines on plain PySpark."""
+"""headwater: Delta Lake tables, Auto Loader, COPY INTO and pipelines on plain PySpark.
+
+Packages, each importing only those below it (``docs/architecture.md`` has the full map;
+``lint-imports`` enforces it)::
+
+    cli | demo | shell        the command, the demo, the SQL shell
+    session                   headwater.session() / install() / uninstall()
+    adapter                   PySpark's reader/writer hooks, as one table of patches
+    sql                       statements Spark's parser lacks
+    copyinto                  COPY INTO
+    api | autoloader          typed table API (by name or path) | the cloudFiles source
+    catalog | formats         table names | reading file formats, one option table each
+    delta                     Delta tables: log, one commit path, reads, writes, DML
+    options | originals | sqltypes | storage
+    errors
+"""
 
 from typing import Any
 

@@ -17,8 +17,6 @@ The native path is chosen only after checking, file by file, that it is exact.
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
@@ -34,8 +32,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from headwater import storage
-from headwater.delta import cdf, replay
+from headwater.delta import cdf, native_scan, replay
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.partitions import NULL_PARTITION, unescape
@@ -91,9 +88,8 @@ def read_snapshot(
     if subset and not native:
         raise ValueError("a subset of files can be read only on the native path")
     if native:
-        paths = [f.absolute(snapshot.root) for f in files]
-        df = spark.read.schema(schema).option("basePath", snapshot.root).parquet(*paths)
-        df = without_deleted_rows(spark, snapshot, files, df)
+        df, uris = native_scan.scan(spark, snapshot, files, schema)
+        df = without_deleted_rows(spark, snapshot, files, df, uris)
         return df.select(*[f"`{f.name}`" for f in schema])
     snapshot.check_python_readable()
     return python_read(spark, snapshot)
@@ -111,10 +107,15 @@ def python_read(
 
 
 def without_deleted_rows(
-    spark: SparkSession, snapshot: Snapshot, files: list[DataFile], df: DataFrame
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: list[DataFile],
+    df: DataFrame,
+    uris: dict[str, str] | None = None,
 ) -> DataFrame:
     """``df`` (Spark's scan of ``files``) without the rows their deletion vectors delete:
-    an anti-join on (file, row position) against the vectors' positions."""
+    an anti-join on (file, row position) against the vectors' positions. ``uris``: the
+    files as the scan lists them, when known."""
     if not replay.has_vectors(snapshot):
         return df  # no vector can exist: skip the log replay
     positions = replay.deleted_positions(
@@ -123,17 +124,18 @@ def without_deleted_rows(
     if not positions:
         return df
     # The text _metadata.file_path will hold: the scan's own URIs (file:/..., URL-encoded).
-    scanned = {storage.normalize(unquote(uri)): uri for uri in df.inputFiles()}
-    by_file = {f.path: f for f in files}
+    if not uris:
+        listed = native_scan.listed_files(spark, df)
+        uris = {f.path: u for f in files if (u := listed.get(f.absolute(snapshot.root)))}
     names, rows = [], []
     for path, deleted in positions.items():
-        uri = scanned.get(storage.normalize(by_file[path].absolute(snapshot.root)))
+        uri = uris.get(path)
         if uri is None:
             raise CorruptLogError(
                 f"The scan of {snapshot.root} does not list {path}, which has a deletion "
                 "vector; its deleted rows cannot be dropped. Nothing was read."
             )
-        for name in _uri_spellings(uri):
+        for name in native_scan.uri_spellings(uri):
             names.append(name)
             rows.append(deleted.astype("int64"))
     table = pa.table(
@@ -147,16 +149,6 @@ def without_deleted_rows(
         F.col("_metadata.row_index") == gone[_DV_ROW]
     )
     return df.join(gone, on, "left_anti")
-
-
-def _uri_spellings(uri: str) -> list[str]:
-    """A local file's URI as the scan may spell it in ``_metadata.file_path``: Spark lists
-    ``file:///x`` but its scan may report ``file:/x`` (both name the same file)."""
-    if uri.startswith("file:///"):
-        return [uri, "file:/" + uri[len("file:///") :]]
-    if uri.startswith("file:/") and not uri.startswith("file://"):
-        return [uri, "file:///" + uri[len("file:/") :]]
-    return [uri]
 
 
 def native_eligible(snapshot: Snapshot, with_vectors: bool = False) -> bool:

@@ -1,0 +1,217 @@
+"""Concurrent writers through the public API: which races fail, with which of delta-spark's
+exceptions, and which commit side by side.
+
+Each test holds the first operation just before its commit (its files written, its
+transaction staged), lets the second operation run to completion, then releases the first;
+so the second always lands in between, as it would in a real race.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from deltalake import DeltaTable as RsTable
+
+from headwater.delta.exceptions import (  # delta-spark's names
+    ConcurrentAppendException,
+    ConcurrentDeleteReadException,
+    ConcurrentTransactionException,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
+from headwater.delta.tables import DeltaTable
+from headwater.delta.transaction import Transaction
+
+
+def race(monkeypatch, first: Callable[[], object], second: Callable[[], object]) -> object:
+    """Run ``first`` up to its commit, then ``second`` whole, then let ``first`` commit;
+    returns what ``first`` returned or raised."""
+    ready, go = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+    real = Transaction.commit
+    held: list[threading.Thread] = []
+
+    def commit(self: Transaction) -> int:
+        if held and threading.current_thread() is held[0] and not go.is_set():
+            ready.set()
+            go.wait(300)
+        return real(self)
+
+    def run() -> None:
+        try:
+            outcome["value"] = first()
+        except BaseException as e:  # handed to the test
+            outcome["error"] = e
+
+    monkeypatch.setattr(Transaction, "commit", commit)
+    thread = threading.Thread(target=run)
+    held.append(thread)
+    thread.start()
+    try:
+        assert ready.wait(300), outcome.get("error")
+        second()
+    finally:
+        go.set()
+        thread.join(300)
+    return outcome.get("error", outcome.get("value"))
+
+
+def _table(spark, path: str, partitioned: bool = False) -> DeltaTable:
+    df = spark.range(10).selectExpr("id", "cast(id % 2 as int) AS k", "'v' AS v").coalesce(1)
+    writer = df.write.format("delta")
+    if partitioned:
+        writer = writer.partitionBy("k")
+    writer.save(path)
+    return DeltaTable.forPath(spark, path)
+
+
+def _ids(spark, path: str) -> list[int]:
+    return sorted(r.id for r in spark.read.format("delta").load(path).collect())
+
+
+def test_an_update_racing_a_delete_of_its_file_fails_with_concurrent_delete_read(
+    spark, tmp_path, monkeypatch
+):
+    path = str(tmp_path / "t")
+    table = _table(spark, path)
+    result = race(
+        monkeypatch,
+        lambda: table.update("id = 7", {"v": "'updated'"}),
+        lambda: table.delete(),
+    )
+    assert isinstance(result, ConcurrentDeleteReadException)
+    assert result.error_class == "DELTA_CONCURRENT_DELETE_READ"
+    assert _ids(spark, path) == []  # only the delete landed
+    assert RsTable(path).history(1)[0]["operation"] == "DELETE"
+
+
+def test_a_delete_racing_an_update_that_rewrote_its_file_fails_with_concurrent_append(
+    spark, tmp_path, monkeypatch
+):
+    """delta-spark's order of checks: the rewritten file is a file the DELETE's data
+    predicate would have read, which is found before the removal of the file it read."""
+    path = str(tmp_path / "t")
+    table = _table(spark, path)
+    result = race(
+        monkeypatch,
+        lambda: table.delete("id < 3"),
+        lambda: table.update("id = 7", {"v": "'updated'"}),
+    )
+    assert isinstance(result, ConcurrentAppendException)
+    assert _ids(spark, path) == list(range(10))
+
+
+def test_updates_of_different_partitions_both_commit(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    table = _table(spark, path, partitioned=True)
+    result = race(
+        monkeypatch,
+        lambda: table.update("k = 0", {"v": "'even'"}),
+        lambda: table.update("k = 1", {"v": "'odd'"}),
+    )
+    assert not isinstance(result, BaseException), result
+    rows = spark.read.format("delta").load(path).collect()
+    assert {(r.k, r.v) for r in rows} == {(0, "even"), (1, "odd")}
+    assert [h["operation"] for h in RsTable(path).history(2)] == ["UPDATE", "UPDATE"]
+
+
+def _insert(spark, table: DeltaTable, id_: int, k: int) -> None:
+    source = spark.createDataFrame([(id_, k, "new")], "id long, k int, v string")
+    (table.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute())
+
+
+def test_a_delete_of_a_partition_conflicts_with_rows_merged_into_that_partition_only(
+    spark, tmp_path, monkeypatch
+):
+    path = str(tmp_path / "t")
+    table = _table(spark, path, partitioned=True)
+    elsewhere = race(
+        monkeypatch, lambda: table.delete("k = 0"), lambda: _insert(spark, table, 11, 1)
+    )
+    assert not isinstance(elsewhere, BaseException), elsewhere
+    assert _ids(spark, path) == [1, 3, 5, 7, 9, 11]
+    same = race(monkeypatch, lambda: table.delete("k = 1"), lambda: _insert(spark, table, 20, 1))
+    assert isinstance(same, ConcurrentAppendException)
+    assert "k" in str(same) and _ids(spark, path) == [1, 3, 5, 7, 9, 11, 20]
+
+
+def test_an_append_racing_a_schema_change_fails_with_metadata_changed(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    _table(spark, path)
+    result = race(
+        monkeypatch,
+        lambda: (
+            spark.range(10, 12)
+            .selectExpr("id", "1 AS k", "'late' AS v")
+            .write.format("delta")
+            .mode("append")
+            .save(path)
+        ),
+        lambda: spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (extra STRING)"),
+    )
+    assert isinstance(result, MetadataChangedException)
+    assert _ids(spark, path) == list(range(10))
+    assert not [f for f in RsTable(path).file_uris() if "late" in f]
+
+
+def test_an_append_racing_a_protocol_upgrade_fails_with_protocol_changed(
+    spark, tmp_path, monkeypatch
+):
+    path = str(tmp_path / "t")
+    _table(spark, path)
+    result = race(
+        monkeypatch,
+        lambda: (
+            spark.range(10, 12)
+            .selectExpr("id", "1 AS k", "'late' AS v")
+            .write.format("delta")
+            .mode("append")
+            .save(path)
+        ),
+        lambda: spark.sql(
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+        ),
+    )
+    assert isinstance(result, ProtocolChangedException)
+    assert RsTable(path).protocol().reader_features == ["deletionVectors"]
+
+
+def test_two_writers_recording_the_same_application_fail_the_second(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    _table(spark, path)
+
+    def write(version: int) -> None:
+        (
+            spark.range(100 + version, 101 + version)
+            .selectExpr("id", "1 AS k", "'app' AS v")
+            .write.format("delta")
+            .mode("append")
+            .option("txnAppId", "nightly-load")
+            .option("txnVersion", version)
+            .save(path)
+        )
+
+    result = race(monkeypatch, lambda: write(1), lambda: write(2))
+    assert isinstance(result, ConcurrentTransactionException)
+    assert RsTable(path).transaction_version("nightly-load") == 2
+    assert _ids(spark, path) == [*range(10), 102]
+
+
+def test_appends_racing_appends_both_commit(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    _table(spark, path)
+
+    def append(first: int) -> None:
+        (
+            spark.range(first, first + 2)
+            .selectExpr("id", "1 AS k", "'x' AS v")
+            .write.format("delta")
+            .mode("append")
+            .save(path)
+        )
+
+    result = race(monkeypatch, lambda: append(100), lambda: append(200))
+    assert not isinstance(result, BaseException), result
+    assert _ids(spark, path) == [*range(10), 100, 101, 200, 201]
+    assert [h["isBlindAppend"] for h in RsTable(path).history(2)] == [True, True]
