@@ -115,3 +115,31 @@ def test_csv_options_sep_quote_encoding(spark, tmp_path):
         format_options={"header": "true", "sep": ";", "encoding": "latin-1"},
     )  # fmt: skip
     assert rows(path) == [{"id": 1, "name": "café; bar"}]
+
+
+def test_recursive_file_lookup_reads_key_value_directories_as_plain_ones(spark, tmp_path):
+    src = tmp_path / "src"
+    write_text(src / "day=2024-01-01", "a.json", '{"id": 1}\n')
+    merge = {"mergeSchema": "true"}
+    partitioned, plain = (
+        table(spark, tmp_path / "p", "id bigint"),
+        table(spark, tmp_path / "q", "id bigint"),
+    )
+    copy_into(spark, partitioned, str(src), "JSON", copy_options=merge)
+    assert rows(tmp_path / "p") == [{"id": 1, "day": "2024-01-01"}]
+    opts = {"recursiveFileLookup": "true"}
+    copy_into(spark, plain, str(src), "JSON", format_options=opts, copy_options=merge)
+    assert rows(tmp_path / "q") == [{"id": 1}]
+
+
+def test_csv_format_options_from_the_shared_table(spark, tmp_path):
+    src, path = tmp_path / "src", tmp_path / "t"
+    write_text(src, "a.csv", "# exported\nid|day|note\n1|08/04/2024|NA\n2|31/12/1999| x \n")
+    target = table(spark, path, "id int, day date, note string")
+    opts = {"header": "true", "sep": "|", "comment": "#", "dateFormat": "dd/MM/yyyy",
+            "nullValue": "NA", "ignoreLeadingWhiteSpace": "true"}  # fmt: skip
+    copy_into(spark, target, str(src), "CSV", format_options=opts)
+    assert sorted(rows(path), key=lambda r: r["id"]) == [
+        {"id": 1, "day": dt.date(2024, 4, 8), "note": None},
+        {"id": 2, "day": dt.date(1999, 12, 31), "note": "x "},
+    ]

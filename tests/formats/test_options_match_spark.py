@@ -17,6 +17,7 @@ import pytest
 
 from headwater.copyinto import copy_into
 from headwater.delta.tables import DeltaTable
+from headwater.formats.options import TABLES
 
 
 @dataclass(frozen=True)
@@ -151,9 +152,10 @@ JSON = [
     Case(
         "multiline_documents",
         "json",
-        '[{"id": 1, "s": {"x": "a"}},\n {"id": 2,\n  "s": {"x": "b"}}]',
+        '[{"id": 1, "s": {"x": "é"}},\n {"id": 2,\n  "s": {"x": "b"}}]'.encode("utf-16"),
         "id int, s struct<x:string>",
-        {"multiLine": "true", "primitivesAsString": "true", "prefersDecimal": "false"},
+        {"multiLine": "true", "encoding": "UTF-16", "primitivesAsString": "true",
+         "prefersDecimal": "false", "mergeSchema": "true"},
     ),
     Case(
         "charset_and_line_sep",
@@ -260,6 +262,14 @@ def copy_into_rows(spark, case: Case, src: str, tmp_path) -> list[tuple]:
     target = f"delta.`{path}`"
     copy_into(spark, target, src, case.fmt.upper(), format_options=case.options, **case.copy_into)
     return _rows(spark.read.format("delta").load(path))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_every_honoured_option_has_a_case(fmt):
+    cases = CSV if fmt == "csv" else JSON
+    used = {name.lower() for case in cases for name in case.options}
+    honoured = {key for key, option in TABLES[fmt].items() if not option.refused}
+    assert honoured - used == set()
 
 
 @pytest.mark.parametrize("case", CSV + JSON, ids=lambda c: f"{c.fmt}-{c.name}")
