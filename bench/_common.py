@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -140,6 +140,32 @@ def markdown_table(
     lines = [fmt_row(table[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     lines.extend(fmt_row(row) for row in table[1:])
     return lines
+
+
+def header_lines(env: dict, versions: Sequence[str] = ("pyspark", "deltalake")) -> list[str]:
+    """The date, machine and versions lines a report starts with."""
+    listed = ", ".join(f"{name} {env[name]}" for name in versions)
+    return [
+        f"date:      {env['date_utc']}",
+        f"machine:   {env['platform']}, {env['cpu_count']} CPUs, {env['mem_total']} RAM",
+        f"versions:  {listed}, python {env['python']}",
+    ]
+
+
+def ratio_table(results: Iterable[dict], first: str = "measurement") -> list[str]:
+    """The markdown table of measurements: name, ours, native, ratio, target (missed or not)."""
+    table = [(first, "ours (s)", "native (s)", "ratio", "target")]
+    for r in results:
+        table.append(
+            (
+                r["name"],
+                f"{r['ours_s']:.3f}",
+                f"{r['native_s']:.3f}",
+                f"{r['ratio']:.2f}",
+                f"{r['target']:.2f}" + ("" if r["meets_target"] else "  (missed)"),
+            )
+        )
+    return markdown_table(table)
 
 
 def write_report(report: dict, text: str, json_out: str | None) -> None:

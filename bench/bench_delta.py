@@ -28,8 +28,9 @@ from pathlib import Path
 from _common import (
     best_of,
     check,
-    markdown_table,
+    header_lines,
     parse_bench_args,
+    ratio_table,
     run_in_session,
     timed,
     write_report,
@@ -223,29 +224,13 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
 def format_report(report: dict) -> str:
     env = report["environment"]
     lines = [
-        f"date:      {env['date_utc']}",
-        f"machine:   {env['platform']}, {env['cpu_count']} CPUs, {env['mem_total']} RAM",
-        f"versions:  pyspark {env['pyspark']}, deltalake {env['deltalake']}, "
-        f"python {env['python']}",
+        *header_lines(env),
         f"run:       {report['rows']:,} rows, master {env['spark_master']}, "
         f"best of {report['repeat']}, source {report['source_files']} files, "
         f"maxFilesPerTrigger {report['max_files_per_trigger']}",
         "",
+        *ratio_table(report["results"][key] for key in MEASUREMENTS),
     ]
-    header = ("measurement", "ours (s)", "native (s)", "ratio", "target")
-    table = [header]
-    for key in MEASUREMENTS:
-        r = report["results"][key]
-        table.append(
-            (
-                r["name"],
-                f"{r['ours_s']:.3f}",
-                f"{r['native_s']:.3f}",
-                f"{r['ratio']:.2f}",
-                f"{r['target']:.2f}" + ("" if r["meets_target"] else "  (missed)"),
-            )
-        )
-    lines.extend(markdown_table(table))
     s = report["results"]["streaming"]
     lines += [
         "",

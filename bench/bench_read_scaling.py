@@ -22,7 +22,15 @@ import json
 import os
 from pathlib import Path
 
-from _common import best_of, check, markdown_table, parse_bench_args, run_in_session, write_report
+from _common import (
+    best_of,
+    check,
+    header_lines,
+    parse_bench_args,
+    ratio_table,
+    run_in_session,
+    write_report,
+)
 
 TARGET = 1.2
 READS = ("count", "filtered scan")
@@ -127,28 +135,14 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
 def format_report(report: dict) -> str:
     env = report["environment"]
     lines = [
-        f"date:      {env['date_utc']}",
-        f"machine:   {env['platform']}, {env['cpu_count']} CPUs, {env['mem_total']} RAM",
-        f"versions:  pyspark {env['pyspark']}, deltalake {env['deltalake']}, "
-        f"python {env['python']}",
+        *header_lines(env),
         f"run:       {report['rows_per_file']} rows per file, "
         f"{report['files_per_commit']} files per commit, master {env['spark_master']}, "
         f"best of {report['repeat']}",
         "",
+        *ratio_table(report["results"].values(), first="read"),
+        "ratio = ours / native time, planning included; native = spark.read.parquet.",
     ]
-    table = [("read", "ours (s)", "native (s)", "ratio", "target")]
-    for r in report["results"].values():
-        table.append(
-            (
-                r["name"],
-                f"{r['ours_s']:.3f}",
-                f"{r['native_s']:.3f}",
-                f"{r['ratio']:.2f}",
-                f"{r['target']:.2f}" + ("" if r["meets_target"] else "  (missed)"),
-            )
-        )
-    lines.extend(markdown_table(table))
-    lines.append("ratio = ours / native time, planning included; native = spark.read.parquet.")
     return "\n".join(lines)
 
 

@@ -8,6 +8,8 @@ so the second always lands in between, as it would in a real race.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections.abc import Callable
 
@@ -64,6 +66,26 @@ def _table(spark, path: str, partitioned: bool = False) -> DeltaTable:
         writer = writer.partitionBy("k")
     writer.save(path)
     return DeltaTable.forPath(spark, path)
+
+
+def _appender(spark, path: str, first: int, **options: object) -> Callable[[], None]:
+    """An append of ids ``first`` and ``first + 1``, to run later."""
+
+    def append() -> None:
+        df = spark.range(first, first + 2).selectExpr("id", "1 AS k", "'x' AS v")
+        df.write.format("delta").mode("append").options(**options).save(path)
+
+    return append
+
+
+def _unreferenced(path: str) -> set[str]:
+    """Data files in the table's folder that no version of its log names."""
+    named = set()
+    for commit in sorted(os.listdir(os.path.join(path, "_delta_log"))):
+        if commit.endswith(".json"):
+            with open(os.path.join(path, "_delta_log", commit)) as f:
+                named |= {json.loads(line)["add"]["path"] for line in f if '"add"' in line}
+    return {n for n in os.listdir(path) if n.endswith(".parquet")} - named
 
 
 def _ids(spark, path: str) -> list[int]:
@@ -141,18 +163,12 @@ def test_an_append_racing_a_schema_change_fails_with_metadata_changed(spark, tmp
     _table(spark, path)
     result = race(
         monkeypatch,
-        lambda: (
-            spark.range(10, 12)
-            .selectExpr("id", "1 AS k", "'late' AS v")
-            .write.format("delta")
-            .mode("append")
-            .save(path)
-        ),
+        _appender(spark, path, 10),
         lambda: spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (extra STRING)"),
     )
     assert isinstance(result, MetadataChangedException)
     assert _ids(spark, path) == list(range(10))
-    assert not [f for f in RsTable(path).file_uris() if "late" in f]
+    assert _unreferenced(path) == set()  # the loser deleted the files it wrote
 
 
 def test_an_append_racing_a_protocol_upgrade_fails_with_protocol_changed(
@@ -162,13 +178,7 @@ def test_an_append_racing_a_protocol_upgrade_fails_with_protocol_changed(
     _table(spark, path)
     result = race(
         monkeypatch,
-        lambda: (
-            spark.range(10, 12)
-            .selectExpr("id", "1 AS k", "'late' AS v")
-            .write.format("delta")
-            .mode("append")
-            .save(path)
-        ),
+        _appender(spark, path, 10),
         lambda: spark.sql(
             f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
         ),
@@ -180,38 +190,20 @@ def test_an_append_racing_a_protocol_upgrade_fails_with_protocol_changed(
 def test_two_writers_recording_the_same_application_fail_the_second(spark, tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     _table(spark, path)
-
-    def write(version: int) -> None:
-        (
-            spark.range(100 + version, 101 + version)
-            .selectExpr("id", "1 AS k", "'app' AS v")
-            .write.format("delta")
-            .mode("append")
-            .option("txnAppId", "nightly-load")
-            .option("txnVersion", version)
-            .save(path)
-        )
-
-    result = race(monkeypatch, lambda: write(1), lambda: write(2))
+    result = race(
+        monkeypatch,
+        _appender(spark, path, 101, txnAppId="nightly-load", txnVersion=1),
+        _appender(spark, path, 102, txnAppId="nightly-load", txnVersion=2),
+    )
     assert isinstance(result, ConcurrentTransactionException)
     assert RsTable(path).transaction_version("nightly-load") == 2
-    assert _ids(spark, path) == [*range(10), 102]
+    assert _ids(spark, path) == [*range(10), 102, 103]
 
 
 def test_appends_racing_appends_both_commit(spark, tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     _table(spark, path)
-
-    def append(first: int) -> None:
-        (
-            spark.range(first, first + 2)
-            .selectExpr("id", "1 AS k", "'x' AS v")
-            .write.format("delta")
-            .mode("append")
-            .save(path)
-        )
-
-    result = race(monkeypatch, lambda: append(100), lambda: append(200))
+    result = race(monkeypatch, _appender(spark, path, 100), _appender(spark, path, 200))
     assert not isinstance(result, BaseException), result
     assert _ids(spark, path) == [*range(10), 100, 101, 200, 201]
     assert [h["isBlindAppend"] for h in RsTable(path).history(2)] == [True, True]

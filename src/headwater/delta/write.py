@@ -132,7 +132,9 @@ def _write(
         target = schemas.reconcile(snapshot.schema, data_schema, merge=spec.merge_schema).schema
         if target != snapshot.schema:
             snapshot.check_writable(schema_change=True)
-        out = _conform(df, target)
+        # Already in the table's column order, names and types (every micro-batch of a
+        # stream): nothing to select, which saves the JVM calls of a projection.
+        out = df if data_schema == target else _conform(df, target)
 
     replaced: list[DataFile] | None = None
     if mode == "overwrite" and snapshot is not None:
