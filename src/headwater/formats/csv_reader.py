@@ -76,8 +76,12 @@ class _CsvReader:
     def take_header(self, chunk: bytes, detect_new: bool) -> bytes | None:
         """Read the column names from the first record; the chunk without it (None: the
         chunk holds no record yet)."""
-        text = chunk.decode()
-        first: Record | None = next(self.dialect.records(text), None)
+        first: Record | None = None
+        for size in (1 << 16, len(chunk)):  # the header is near the start: decode only that
+            text = chunk[:size].decode(errors="ignore" if size < len(chunk) else "strict")
+            first = next(self.dialect.records(text), None)
+            if size >= len(chunk) or (first is not None and first.end < len(text)):
+                break
         if first is None:
             return None
         known = self.conf.data_names
