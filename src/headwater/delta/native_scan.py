@@ -50,7 +50,9 @@ def scan(
 def listed_files(spark: SparkSession, df: DataFrame) -> dict[str, str]:
     """The files a file-source DataFrame scans, as Spark names them (``file:///...``),
     keyed by plain path. One JVM call, not one per file."""
-    joined = spark._jvm.org.apache.hadoop.util.StringUtils.join("\n", df._jdf.inputFiles())
+    jvm = spark._jvm
+    assert jvm is not None  # a classic session always has one
+    joined = jvm.org.apache.hadoop.util.StringUtils.join("\n", df._jdf.inputFiles())
     return {local_path(uri): uri for uri in str(joined).split("\n") if uri}
 
 
