@@ -89,6 +89,14 @@ class CloudFilesOptions:
     rescue_column: str | None = None
     rescue_column_given: bool = False
 
+    @property
+    def location(self) -> str:
+        """``cloudFiles.schemaLocation``: the schema versions and the file state (parse
+        makes it required; a listing-only instance, as COPY INTO builds, has none)."""
+        if not self.schema_location:
+            raise OptionError("Option 'cloudFiles.schemaLocation' is required.")
+        return self.schema_location
+
     @classmethod
     def parse(cls, options: Mapping[str, str], user_schema: bool) -> CloudFilesOptions:
         o = {str(k).lower(): v for k, v in options.items() if v is not None}

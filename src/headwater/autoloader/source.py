@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -82,7 +82,7 @@ def resolve_schema(
     path: str, opts: CloudFilesOptions, user_schema: StructType | None = None
 ) -> ResolvedSchema:
     """The schema of a stream: given, stored, or inferred now (and stored)."""
-    store = SchemaStore(opts.schema_location)
+    store = SchemaStore(opts.location)
     if user_schema is not None:
         rescue = opts.rescue_column
         if rescue is None and any(f.name == "_rescued_data" for f in user_schema):
@@ -153,7 +153,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     @property
     def state(self) -> FileState:
         if self._state is None:
-            self._state = FileState(self.opts.schema_location)
+            self._state = FileState(self.opts.location)
         return self._state
 
     def __getstate__(self):  # executors get a copy without the SQLite connection
@@ -221,7 +221,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         n, size = self.state.outstanding()
         return {"seq": self.state.max_seq(), "numFilesOutstanding": n, "numBytesOutstanding": size}
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         entries = self.state.between(self._seq(start), self._seq(end))
         parts: list[FilesPartition] = []
         current: list[tuple[str, int]] = []
@@ -257,9 +257,8 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     storage.delete_file(entry.path)
                 else:
                     rel = os.path.relpath(entry.path, self.path)
-                    storage.move(
-                        entry.path, storage.join(storage.normalize(self.opts.move_destination), rel)
-                    )
+                    destination = storage.normalize(self.opts.move_destination or "")
+                    storage.move(entry.path, storage.join(destination, rel))
                 done.append(entry.seq)
             except OSError as e:  # best effort, retried at the next commit
                 log.warning(
@@ -274,6 +273,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     # -- data (executors) ------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilesPartition)
         target = arrow_schema(self.resolved.full)
         detect = self.opts.evolution_mode in ("addnewcolumns", "failonnewcolumns")
         rescue = self.resolved.rescue
@@ -319,7 +319,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 "cloudFiles.schemaEvolutionMode is failOnNewColumns. Add them with cloudFiles.schemaHints "
                 "or .schema(), or use addNewColumns or rescue."
             )
-        store = SchemaStore(self.opts.schema_location)
+        store = SchemaStore(self.opts.location)
         latest = store.latest()
         current = latest[1] if latest else self.resolved.data
         parts = latest[2] if latest else self.resolved.partitions

@@ -29,8 +29,8 @@ Behaviour, where it is a choice:
 * Concurrent loads of the same files: the later commit sees the earlier one's record, drops
   its own written files and plans again, so it loads the rest (often nothing) instead of
   failing. Over different files both commit.
-* FORMAT_OPTIONS that Spark knows but the readers do not implement (``dateFormat``,
-  ``nullValue``, ...) are refused by name rather than ignored.
+* FORMAT_OPTIONS come from the same option table as Auto Loader's (:mod:`headwater.formats`):
+  each is honoured (``dateFormat``, ``nullValue``, ...) or refused by name, never ignored.
 
 Modules: :mod:`.spec` (the statement, validated), :mod:`.target` (the table, schemaless
 tables), :mod:`.record` (the load record in the log), :mod:`.plan` (files and read schema),
