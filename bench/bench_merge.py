@@ -316,9 +316,10 @@ def phase_timer(phases: list[tuple[str, float]]) -> Iterator[None]:
     from pyspark.sql import DataFrameWriter
     from pyspark.sql.classic.dataframe import DataFrame  # the class of a local session's frames
 
-    from headwater.delta import dml, log, merge, pruning, write
+    from headwater.delta import data_files, dml, log, merge, pruning
+    from headwater.delta.transaction import Transaction
 
-    dml_files, write_file = (dml.__file__, merge.__file__), write.__file__
+    dml_files, write_file = (dml.__file__, merge.__file__), data_files.__file__
     undo: list[tuple[object, str, object]] = []
 
     def wrap(owner, name: str, label: Callable[[object], str | None]) -> None:
@@ -357,9 +358,9 @@ def phase_timer(phases: list[tuple[str, float]]) -> Iterator[None]:
     wrap(DataFrameWriter, "parquet", called_from((write_file,), "Spark Parquet write"))
     wrap(log.DeltaLog, "snapshot", called_from(dml_files, "snapshot"))
     for module in (dml, merge):
-        wrap(module, "_target", always("_target(): read plan of the snapshot"))
+        wrap(module, "read_target", always("read_target(): read plan of the snapshot"))
         wrap(module, "write_files", always("write_files(): Parquet write + footers + moves"))
-        wrap(module, "_commit", always("_commit(): delta-rs commit"))
+    wrap(Transaction, "commit", always("Transaction.commit(): one Delta version"))
     wrap(merge, "discard_files", always("discard_files(): an optimistic write undone"))
     try:
         yield
