@@ -41,7 +41,7 @@ MEASUREMENTS = {
     "write": ("batch write", 1.25),
     "scan": ("full scan + aggregate", 1.1),
     "filtered_scan": ("filtered scan", 1.1),
-    "streaming": ("streaming append", 1.25),
+    "streaming": ("streaming append", 1.1),
 }
 
 

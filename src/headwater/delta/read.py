@@ -89,6 +89,8 @@ def read_snapshot(
         raise ValueError("a subset of files can be read only on the native path")
     if native:
         df, uris = native_scan.scan(spark, snapshot, files, schema)
+        if not replay.has_vectors(snapshot) and df.columns == schema.fieldNames():
+            return df  # already the schema's columns, in order: no projection
         df = without_deleted_rows(spark, snapshot, files, df, uris)
         return df.select(*[f"`{f.name}`" for f in schema])
     snapshot.check_python_readable()
