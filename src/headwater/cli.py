@@ -20,11 +20,18 @@ def main(argv: list[str] | None = None) -> int:
         "--warehouse", default=None, help="where named tables live (default ./spark-warehouse)"
     )
     sql.add_argument("--master", default=None, help="Spark master (default local[*])")
+    from headwater.pipelines.cli import add_parser
+
+    add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
         from headwater.demo import run
 
         run(args.output, args.master)
+    elif args.command == "pipelines":
+        from headwater.pipelines.cli import main as pipelines_main
+
+        return pipelines_main(args)
     elif args.command == "sql":
         from headwater.shell import main as sql_main
 

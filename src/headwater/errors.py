@@ -153,3 +153,39 @@ class ConcurrentTransactionException(ConcurrentModificationException):
     streaming query's checkpoint) this operation depends on."""
 
     default_error_class = "DELTA_CONCURRENT_TRANSACTION"
+
+
+class PipelineError(HeadwaterError):
+    """A declarative pipeline could not be loaded, analysed or run."""
+
+    default_error_class = "PIPELINE_ERROR"
+
+
+class PipelineDefinitionError(PipelineError):
+    """A pipeline source, its spec or its graph is wrong: names the file and line (or the
+    spec field) at fault, and nothing has been written."""
+
+    default_error_class = "PIPELINE_DEFINITION_ERROR"
+
+    def __init__(
+        self,
+        message: str,
+        file: str | None = None,
+        line: int | None = None,
+        *,
+        error_class: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        where = f"{file}:{line}: " if file and line else f"{file}: " if file else ""
+        lead = _LEADING_CLASS.match(message)
+        text = (
+            f"{lead.group(0)} {where}{message[lead.end() :].lstrip()}" if lead else where + message
+        )
+        super().__init__(text, error_class=error_class)
+
+
+class FlowFailedError(PipelineError):
+    """A flow of a pipeline update failed; its downstream flows were skipped."""
+
+    default_error_class = "PIPELINE_FLOW_FAILED"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -54,7 +55,9 @@ def test_available_now_delivers_snapshot_then_later_appends_once(spark, paths):
     _stream(spark, src, dst, ckpt, {"availableNow": True}).awaitTermination()
     assert _ids(spark, dst) == list(range(25))
     # Every micro-batch is one commit carrying the query's transaction id.
-    assert DeltaTable(dst).transaction_version(app_id_for(ckpt)) is not None
+    with open(f"{ckpt}/metadata") as f:
+        query_id = json.load(f)["id"]
+    assert DeltaTable(dst).transaction_version(app_id_for(ckpt, query_id)) is not None
 
 
 def test_once_trigger_reads_everything_in_one_batch(spark, paths):

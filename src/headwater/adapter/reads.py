@@ -16,6 +16,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 
 from headwater import api
+from headwater.adapter import resolution
 from headwater.adapter.errors import carried
 from headwater.adapter.state import state_of
 from headwater.autoloader.options import CloudFilesOptions
@@ -47,6 +48,10 @@ def reader_load(original: Method) -> Method:
 
 def reader_table(original: Method) -> Method:
     def table(self, tableName):
+        resolver = resolution.current()
+        resolved = resolver.table(tableName, streaming=False) if resolver else None
+        if resolved is not None:
+            return resolved
         found = api.find(self._spark, tableName)
         if found is None:
             return original(self, tableName)
@@ -64,6 +69,10 @@ def session_table(original: Method) -> Method:
 
 def stream_reader_table(original: Method) -> Method:
     def table(self, tableName):
+        resolver = resolution.current()
+        resolved = resolver.table(tableName, streaming=True) if resolver else None
+        if resolved is not None:
+            return resolved
         found = api.find(self._spark, tableName)
         if found is None:
             return original(self, tableName)
@@ -78,6 +87,11 @@ def stream_reader_load(original: Method) -> Method:
         opts = state.merged(options)
         if state.is_format("cloudfiles", format):
             given = schema is not None or state.schema is not None
+            resolver = resolution.current()
+            default = resolver.schema_location() if resolver else None
+            if default and not any(k.lower() == "cloudfiles.schemalocation" for k in opts):
+                self.option("cloudFiles.schemaLocation", default)
+                opts["cloudFiles.schemaLocation"] = default
             CloudFilesOptions.parse(opts, user_schema=given)  # errors name options as typed
             if given:  # the source cannot tell a given schema from its own inference
                 self.option(USER_SCHEMA_OPTION, "true")

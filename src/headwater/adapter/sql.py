@@ -9,6 +9,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from headwater.adapter import resolution
+
 Method = Callable[..., Any]
 
 
@@ -17,6 +19,10 @@ def session_sql(original: Method) -> Method:
         # Loaded on first use: sqlglot, which sessions that never run SQL do not need.
         from headwater.sql.dispatch import route
 
+        resolver = resolution.current()
+        resolved = resolver.sql(sqlQuery) if resolver and not args and not kwargs else None
+        if resolved is not None:
+            return resolved
         return route(self, sqlQuery, args, kwargs, original)
 
     return sql

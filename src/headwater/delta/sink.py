@@ -2,8 +2,8 @@
 
 Structured Streaming may run a micro-batch again after a crash (the batch was planned and
 logged in the checkpoint, but its completion was not). Every batch is committed with the
-Delta transaction ``(app_id, batchId)``, ``app_id`` derived from the checkpoint location,
-so a batch that already reached the table is skipped: exactly-once, by Delta's own rule.
+Delta transaction ``(app_id, batchId)``, ``app_id`` derived from the checkpoint location
+and the query id kept there, so a batch that already reached the table is skipped: exactly-once, by Delta's own rule.
 Commits are ``STREAMING UPDATE`` in the table's history, with the query id and epoch.
 """
 
@@ -29,9 +29,12 @@ log = logging.getLogger(__name__)
 OutputMode = Literal["append", "complete"]
 
 
-def app_id_for(checkpoint_location: str) -> str:
-    """A stable transaction id for the query that owns ``checkpoint_location``."""
-    digest = hashlib.sha256(storage.normalize(checkpoint_location).encode()).hexdigest()[:24]
+def app_id_for(checkpoint_location: str, query_id: str = "") -> str:
+    """A stable transaction id for the query that owns ``checkpoint_location``: stable
+    across restarts, new when the checkpoint is deleted and the query starts afresh (Spark
+    then gives it a new id), as delta-spark's sink keys its transactions on the query id."""
+    key = storage.normalize(checkpoint_location) + (f"#{query_id}" if query_id else "")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     return f"headwater-stream-{digest}"
 
 
@@ -72,7 +75,6 @@ class DeltaStreamSink:
         self.spec = replace(
             spec or WriteSpec(), mode="overwrite" if mode == "complete" else "append"
         )
-        self.app_id = app_id_for(checkpoint_location)
         self.on_commit = on_commit
         self._query_id: str | None = None
 
@@ -84,6 +86,10 @@ class DeltaStreamSink:
             log.info("batch %s already committed to %s; skipped", batch_id, self.path)
         elif self.on_commit is not None:
             self.on_commit(result)
+
+    @property
+    def app_id(self) -> str:
+        return app_id_for(self.checkpoint, self.query_id())
 
     def query_id(self) -> str:
         """The query's id, as Spark keeps it in the checkpoint (stable across restarts)."""

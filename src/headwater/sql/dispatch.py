@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
@@ -28,6 +29,7 @@ from headwater.sql import ddl, dml, maintenance
 from headwater.sql.context import PASS, Context, SqlFn
 from headwater.sql.copy_into import copy_into
 from headwater.sql.cursor import Cursor
+from headwater.sql.json_paths import rewrite_json_paths
 from headwater.sql.rewrite import drop_views, has_candidates, rewrite
 from headwater.sql.text import SqlError, Statement, offset_at, split
 
@@ -111,7 +113,7 @@ def _passthrough(ctx: Context, raw: bool) -> DataFrame:
     stmt, spark = ctx.stmt, ctx.spark
     if not has_candidates(stmt.tokens):
         try:
-            return ctx.orig_sql(spark, stmt.text, ctx.args)
+            return _spark(ctx, stmt.text)
         except Exception as e:
             if raw:
                 raise
@@ -125,7 +127,7 @@ def _passthrough(ctx: Context, raw: bool) -> DataFrame:
         raise wrap(stmt, e, positions=False) from e
     keep = _defines_view(stmt)
     try:
-        return ctx.orig_sql(spark, done.text, ctx.args)
+        return _spark(ctx, done.text)
     except Exception as e:
         if raw:
             raise
@@ -133,6 +135,20 @@ def _passthrough(ctx: Context, raw: bool) -> DataFrame:
     finally:
         if not keep:
             drop_views(spark, done.views)
+
+
+def _spark(ctx: Context, text: str) -> DataFrame:
+    """Spark runs ``text``; refused for ``:`` paths on a string column, it runs them as
+    ``get_json_object`` (:mod:`headwater.sql.json_paths`)."""
+    try:
+        return ctx.orig_sql(ctx.spark, text, ctx.args)
+    except AnalysisException as e:
+        if e.getCondition() != "COLUMN_IS_NOT_VARIANT_TYPE":
+            raise
+        fixed = rewrite_json_paths(text)
+        if fixed == text:
+            raise
+        return ctx.orig_sql(ctx.spark, fixed, ctx.args)
 
 
 def _defines_view(stmt: Statement) -> bool:

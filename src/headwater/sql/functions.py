@@ -6,6 +6,7 @@
 * ``cloud_files_state(location)``: Auto Loader's file state
   (:func:`headwater.autoloader.cloud_files_state`).
 * ``table_changes(table, start[, end])``: the table's change data feed.
+* ``event_log(storage)``: a declarative pipeline's event log (under its ``storage``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ def call(spark: SparkSession, name: str, args: list[str], named: dict[str, str])
         return cloud_files_state(location, spark=spark)
     if name == "table_changes":
         return table_changes(spark, *_args(name, args, 2, 3))
+    if name == "event_log":
+        return event_log(spark, *_args(name, args, 1, 1))
     raise ValueError(f"unknown table function {name}")
 
 
@@ -89,6 +92,18 @@ def table_changes(spark: SparkSession, table: str, start: str, end: str | None =
     if end is not None:
         reader = reader.option(*_bound("ending", end))
     return reader.table(table)
+
+
+def event_log(spark: SparkSession, where: str) -> DataFrame:
+    """A pipeline's event log: ``where`` is the pipeline's storage (its spec's ``storage``)
+    or the event log table's own path."""
+    for candidate in (storage.join(where, "system", "events"), where):
+        if storage.is_dir(storage.join(candidate, "_delta_log")):
+            return spark.read.format("delta").load(candidate)
+    raise ValueError(
+        f"no pipeline event log under {where}: give the pipeline's storage folder "
+        "(its spec's `storage`), after at least one update."
+    )
 
 
 def _bound(prefix: str, value: str) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """Table references Spark's parser cannot resolve, replaced by temporary views.
 
 ``t VERSION AS OF 3``, ``t TIMESTAMP AS OF '...'``, ``t@v3``, ``delta.`/path``` and the
-table functions ``read_files``, ``cloud_files_state`` and ``table_changes`` are read here
+table functions ``read_files``, ``cloud_files_state``, ``table_changes`` and ``event_log`` are read here
 with the Python APIs (``spark.read.format("delta").option("versionAsOf", ...)`` and so on);
 each becomes a temporary view and the statement text gets the view's name in its place.
 
@@ -25,7 +25,7 @@ from headwater.sql.cursor import TableRef, is_name, is_word, matching_paren
 from headwater.sql.refs import resolve_at
 from headwater.sql.text import DIALECT, SqlError, Statement
 
-FUNCTIONS = {"read_files", "cloud_files_state", "table_changes"}
+FUNCTIONS = {"read_files", "cloud_files_state", "table_changes", "event_log"}
 _OPERATORS = {TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH}
 # Tokens a table reference follows (FROM a, b JOIN c; MERGE ... USING s; TABLE t; INTO t).
 _TABLE_CONTEXT = {

@@ -1,0 +1,93 @@
+"""Declarative pipelines: datasets defined in Python or SQL, run as Delta tables.
+
+Definitions as ``pyspark.pipelines`` and the known system's ``dlt`` write them run
+unchanged (the runner provides ``dlt`` while it loads sources; this module exports the
+same names for notebooks and IDEs)::
+
+    from headwater import pipelines
+    result = pipelines.run("path/to/pipeline")          # spark-pipeline.yml there or above
+    assert result.ok, result.failed()
+
+``headwater pipelines run`` is the same from the shell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from headwater.pipelines.decorators import (
+    append_flow,
+    create_sink,
+    create_streaming_live_table,
+    create_streaming_table,
+    create_target_table,
+    materialized_view,
+    read,
+    read_stream,
+    table,
+    temporary_view,
+    view,
+)
+from headwater.pipelines.event_log import Event, Listener
+from headwater.pipelines.spec import PipelineSpec, load_spec
+from headwater.pipelines.update import Update, UpdateOptions, UpdateResult
+
+__all__ = [
+    "Event",
+    "PipelineSpec",
+    "UpdateOptions",
+    "UpdateResult",
+    "append_flow",
+    "create_sink",
+    "create_streaming_live_table",
+    "create_streaming_table",
+    "create_target_table",
+    "dry_run",
+    "load_spec",
+    "materialized_view",
+    "read",
+    "read_stream",
+    "run",
+    "table",
+    "temporary_view",
+    "view",
+]
+
+
+def run(
+    spec: str | Path | PipelineSpec,
+    spark: SparkSession | None = None,
+    *,
+    refresh: Sequence[str] | None = None,
+    full_refresh: Sequence[str] = (),
+    full_refresh_all: bool = False,
+    dry_run: bool = False,
+    continuous: bool = False,
+    listeners: Sequence[Listener] = (),
+    **options: Any,
+) -> UpdateResult:
+    """Run one update of the pipeline at ``spec`` (a spec file, its directory, or a
+    :class:`PipelineSpec`) and return what it did. Options of :class:`UpdateOptions`
+    (``trigger_interval``, ``max_retries``, ``stop``...) pass through."""
+    from headwater.session import session
+
+    spark = spark or session()
+    pipeline = spec if isinstance(spec, PipelineSpec) else load_spec(spec)
+    update_options = UpdateOptions(
+        refresh=refresh,
+        full_refresh=tuple(full_refresh),
+        full_refresh_all=full_refresh_all,
+        dry_run=dry_run,
+        continuous=continuous,
+        **options,
+    )
+    return Update(spark, pipeline, update_options, listeners).run()
+
+
+def dry_run(spec: str | Path | PipelineSpec, spark: SparkSession | None = None) -> UpdateResult:
+    """Load and analyse every definition, write nothing."""
+    return run(spec, spark, dry_run=True)

@@ -1,0 +1,141 @@
+"""``headwater pipelines init | run | dry-run``: SDP's CLI, plus what it lacks.
+
+Flags as the known system names its update kinds: ``--refresh a,b``,
+``--full-refresh a,b``, ``--full-refresh-all``, and ``--continuous``. Ctrl-C or SIGTERM
+stops a continuous update cleanly (each stream ends after its current micro-batch). The
+exit code is non-zero when the update failed or its definitions are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from headwater.errors import PipelineError
+
+SPEC = """name: {name}
+storage: pipeline-storage
+database: {database}
+libraries:
+  - glob:
+      include: transformations/**
+"""
+
+PYTHON_EXAMPLE = """from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+
+@dp.materialized_view
+def numbers():
+    return spark.range(10).withColumn("even", F.col("id") % 2 == 0)
+"""
+
+SQL_EXAMPLE = """CREATE OR REFRESH MATERIALIZED VIEW even_numbers AS
+SELECT id FROM numbers WHERE even
+"""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("pipelines", help="declarative pipelines: init, run, dry-run")
+    cmds = p.add_subparsers(dest="pipelines_command", required=True)
+    init = cmds.add_parser("init", help="create a pipeline project")
+    init.add_argument("name")
+    for name, help_text in (("run", "run an update"), ("dry-run", "analyse, write nothing")):
+        c = cmds.add_parser(name, help=help_text)
+        c.add_argument("--spec", default=".", help="the spec file or its directory (default .)")
+        c.add_argument("--warehouse", default=None, help="where the tables are kept")
+        c.add_argument("--master", default=None, help="Spark master (default local[*])")
+        c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+        if name == "run":
+            c.add_argument("--refresh", default=None, help="refresh only these datasets (a,b)")
+            c.add_argument("--full-refresh", default="", help="clear and reprocess these (a,b)")
+            c.add_argument("--full-refresh-all", action="store_true")
+            c.add_argument("--continuous", action="store_true", help="keep running")
+            c.add_argument("--trigger-interval", default="5 seconds")
+            c.add_argument("--max-retries", type=int, default=0)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.pipelines_command == "init":
+        return init(args.name)
+    from headwater import pipelines
+    from headwater.pipelines.progress import Printer, summary
+    from headwater.session import session
+
+    try:
+        spec = pipelines.load_spec(args.spec, _overrides(args.conf))
+        spark = session(f"pipeline {spec.name}", args.master, args.warehouse)
+        stop = threading.Event()
+        _on_signals(stop)
+        printer = Printer()
+        if args.pipelines_command == "dry-run":
+            result = pipelines.run(spec, spark, dry_run=True, listeners=[printer])
+            print(result.graph.describe())
+            return 0
+        result = pipelines.run(
+            spec,
+            spark,
+            refresh=_names(args.refresh),
+            full_refresh=_names(args.full_refresh) or (),
+            full_refresh_all=args.full_refresh_all,
+            continuous=args.continuous,
+            trigger_interval=args.trigger_interval,
+            max_retries=args.max_retries,
+            stop=stop,
+            listeners=[printer],
+        )
+    except PipelineError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(summary(result))
+    return 0 if result.ok else 1
+
+
+def init(name: str) -> int:
+    root = Path(name)
+    if root.exists():
+        print(f"error: {root} already exists; choose another name.", file=sys.stderr)
+        return 2
+    (root / "transformations").mkdir(parents=True)
+    database = "".join(c if c.isalnum() else "_" for c in root.name.lower())
+    (root / "spark-pipeline.yml").write_text(SPEC.format(name=root.name, database=database))
+    (root / "transformations" / "numbers.py").write_text(PYTHON_EXAMPLE)
+    (root / "transformations" / "even_numbers.sql").write_text(SQL_EXAMPLE)
+    print(f"Created pipeline '{root.name}'. Run it: cd {name} && headwater pipelines run")
+    return 0
+
+
+def _names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _overrides(confs: list[str]) -> dict[str, Any]:
+    if not confs:
+        return {}
+    pairs = {}
+    for item in confs:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--conf takes KEY=VALUE, not '{item}'")
+        pairs[key.strip()] = value.strip()
+    return {"configuration": pairs}
+
+
+def _on_signals(stop: threading.Event) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        print("stopping after the current micro-batches... (again to abort)", file=sys.stderr)
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)

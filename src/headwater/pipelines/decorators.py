@@ -1,0 +1,283 @@
+"""Definitions as users of the known system write them: ``@dlt.table``, ``@dlt.view``,
+``dlt.read``, ``dlt.create_streaming_table``, ``@dlt.append_flow(once=True)``, and the
+``pyspark.pipelines`` names.
+
+The runner provides this module as ``dlt`` while it loads pipeline sources, and
+``headwater.pipelines`` exports it for notebooks and IDEs. Each function only records a
+definition in the active registry (the one :func:`~headwater.pipelines.loader.load`
+installs through SDP's ``graph_element_registration_context``); nothing here reads or
+writes data, so definitions may be evaluated as often as the graph needs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from headwater.adapter.resolution import current
+from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.elements import Dataset, DatasetKind, Flow, Origin
+from headwater.pipelines.registry import Registry
+
+QueryFunction = Callable[[], DataFrame]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def active_registry() -> Registry:
+    registry = get_active_graph_element_registry()
+    if not isinstance(registry, Registry):
+        raise PipelineDefinitionError(
+            "[GRAPH_ELEMENT_DEFINED_OUTSIDE_OF_DECLARATIVE_PIPELINE] headwater's pipeline "
+            "definitions are registered only while a pipeline loads its sources: run them "
+            "with `headwater pipelines run` or headwater.pipelines.run(...)."
+        )
+    return registry
+
+
+def origin_of_function(func: Callable[..., Any]) -> Origin:
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return Origin("<unknown>")
+    return Origin(code.co_filename, code.co_firstlineno)
+
+
+def origin_of_caller(depth: int = 2) -> Origin:
+    frame = sys._getframe(depth)
+    return Origin(frame.f_code.co_filename, frame.f_lineno)
+
+
+def _define(
+    kind: DatasetKind,
+    func: QueryFunction,
+    name: str | None,
+    implicit_flow: bool = True,
+    **fields: Any,
+) -> QueryFunction:
+    if not callable(func):
+        raise PipelineDefinitionError(
+            f"[PIPELINE_NOT_A_FUNCTION] @{kind} decorates a function returning a DataFrame, "
+            f"not {type(func).__name__}."
+        )
+    registry = active_registry()
+    origin = origin_of_function(func)
+    dataset_name = name or func.__name__
+    clean = {k: v for k, v in fields.items() if v is not None}
+    for key in ("partition_cols", "cluster_by"):
+        if key in clean:
+            clean[key] = tuple(clean[key])
+    if "table_properties" in clean or "spark_conf" in clean or "options" in clean:
+        for key in ("table_properties", "spark_conf", "options"):
+            if key in clean:
+                clean[key] = {str(k): str(v) for k, v in clean[key].items()}
+    registry.add_dataset(Dataset(dataset_name, kind, origin, **clean))
+    if implicit_flow:
+        registry.add_flow(
+            Flow(
+                dataset_name,
+                dataset_name,
+                func,
+                origin,
+                spark_conf=clean.get("spark_conf", {}),
+            )
+        )
+    return func
+
+
+def _decorator(kind: DatasetKind, query_function: Any, fields: dict[str, Any]) -> Any:
+    name = fields.pop("name", None)
+    if query_function is not None and callable(query_function):
+        return _define(kind, query_function, name, **fields)
+
+    def decorate(func: QueryFunction) -> QueryFunction:
+        return _define(kind, func, name, **fields)
+
+    return decorate
+
+
+def table(
+    query_function: QueryFunction | None = None,
+    *,
+    name: str | None = None,
+    comment: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    table_properties: Mapping[str, str] | None = None,
+    path: str | None = None,
+    partition_cols: Sequence[str] | None = None,
+    cluster_by: Sequence[str] | None = None,
+    schema: StructType | str | None = None,
+    temporary: bool = False,
+    private: bool | None = None,
+    format: str | None = None,
+    row_filter: str | None = None,
+) -> Any:
+    """``@dlt.table``: a streaming table when the function returns a streaming DataFrame,
+    a materialized view otherwise."""
+    if path is not None:
+        raise PipelineDefinitionError(
+            "[PIPELINE_PATH_NOT_SUPPORTED] table(path=...) is not supported: the pipeline "
+            "keeps its tables in the catalog's warehouse (set `catalog`/`database` in the spec)."
+        )
+    if row_filter is not None:
+        raise PipelineDefinitionError(
+            "[PIPELINE_ROW_FILTER_NOT_SUPPORTED] row_filter is not supported."
+        )
+    return _decorator(
+        "table",
+        query_function,
+        {
+            "name": name,
+            "comment": comment,
+            "spark_conf": spark_conf,
+            "table_properties": table_properties,
+            "partition_cols": partition_cols,
+            "cluster_by": cluster_by,
+            "schema": schema,
+            "format": format,
+            "private": private or temporary or None,
+        },
+    )
+
+
+def materialized_view(
+    query_function: QueryFunction | None = None,
+    *,
+    name: str | None = None,
+    comment: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    table_properties: Mapping[str, str] | None = None,
+    partition_cols: Sequence[str] | None = None,
+    cluster_by: Sequence[str] | None = None,
+    schema: StructType | str | None = None,
+    format: str | None = None,
+    private: bool | None = None,
+) -> Any:
+    """``@dp.materialized_view``: recomputed in batch after its inputs' flows finish."""
+    fields = dict(locals())
+    fields.pop("query_function")
+    return _decorator("materialized_view", query_function, fields)
+
+
+def temporary_view(
+    query_function: QueryFunction | None = None,
+    *,
+    name: str | None = None,
+    comment: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+) -> Any:
+    """``@dp.temporary_view`` / ``@dlt.view``: evaluated where it is read, never stored."""
+    return _decorator(
+        "temporary_view",
+        query_function,
+        {"name": name, "comment": comment, "spark_conf": spark_conf},
+    )
+
+
+view = temporary_view
+
+
+def create_streaming_table(
+    name: str,
+    *,
+    comment: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    table_properties: Mapping[str, str] | None = None,
+    partition_cols: Sequence[str] | None = None,
+    cluster_by: Sequence[str] | None = None,
+    path: str | None = None,
+    schema: StructType | str | None = None,
+    format: str | None = None,
+    expect_all: Mapping[str, str] | None = None,
+    expect_all_or_drop: Mapping[str, str] | None = None,
+    expect_all_or_fail: Mapping[str, str] | None = None,
+    row_filter: str | None = None,
+) -> None:
+    """A streaming table with no query of its own: flows (``append_flow``) feed it."""
+    if path is not None:
+        raise PipelineDefinitionError(
+            "[PIPELINE_PATH_NOT_SUPPORTED] create_streaming_table(path=...) is not supported."
+        )
+    if expect_all or expect_all_or_drop or expect_all_or_fail:
+        raise PipelineDefinitionError(
+            "[PIPELINE_EXPECTATIONS_NOT_SUPPORTED] expectations are not supported yet."
+        )
+    fields: dict[str, Any] = {
+        "comment": comment,
+        "spark_conf": dict(spark_conf) if spark_conf else None,
+        "table_properties": dict(table_properties) if table_properties else None,
+        "partition_cols": tuple(partition_cols) if partition_cols else None,
+        "cluster_by": tuple(cluster_by) if cluster_by else None,
+        "schema": schema,
+        "format": format,
+    }
+    clean = {k: v for k, v in fields.items() if v is not None}
+    active_registry().add_dataset(Dataset(name, "streaming_table", origin_of_caller(), **clean))
+
+
+create_streaming_live_table = create_streaming_table  # the known system's older names
+create_target_table = create_streaming_table
+
+
+def append_flow(
+    *,
+    target: str,
+    name: str | None = None,
+    comment: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    once: bool = False,
+) -> Callable[[QueryFunction], QueryFunction]:
+    """A flow appending its query's rows into ``target``; ``once=True``: a backfill that
+    runs a single time (again only after a full refresh of the target)."""
+
+    def decorate(func: QueryFunction) -> QueryFunction:
+        active_registry().add_flow(
+            Flow(
+                name or func.__name__,
+                target,
+                func,
+                origin_of_function(func),
+                spark_conf=dict(spark_conf or {}),
+                once=once,
+                implicit=False,
+            )
+        )
+        return func
+
+    return decorate
+
+
+def create_sink(name: str, format: str, options: Mapping[str, str] | None = None) -> None:
+    """An external target for flows (``delta`` with a ``path``, ``kafka``, ...): written,
+    never cleared by a full refresh."""
+    active_registry().add_dataset(
+        Dataset(
+            name,
+            "sink",
+            origin_of_caller(),
+            format=format,
+            options={str(k): str(v) for k, v in (options or {}).items()},
+        )
+    )
+
+
+def read(name: str) -> DataFrame:
+    """``dlt.read``: a batch read of a dataset of this pipeline (``spark.read.table``)."""
+    return _session().read.table(name)
+
+
+def read_stream(name: str) -> DataFrame:
+    """``dlt.read_stream``: a streaming read (``spark.readStream.table``)."""
+    return _session().readStream.table(name)
+
+
+def _session() -> SparkSession:
+    """The pipeline's session (flows run in worker threads, where Spark's notion of the
+    active session does not reach)."""
+    spark = getattr(current(), "spark", None) or SparkSession.getActiveSession()
+    if spark is None:
+        raise PipelineDefinitionError("dlt.read needs an active SparkSession.")
+    return spark

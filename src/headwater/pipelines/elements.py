@@ -1,0 +1,87 @@
+"""The elements of a pipeline's dataflow graph, as definitions declare them.
+
+Kept apart from execution (as ``pyspark.pipelines`` keeps ``output.py`` and ``flow.py``
+apart from its runner): loading a pipeline's sources produces these frozen values and
+nothing else, so a graph can be analysed, printed or dry-run without touching data.
+
+A *dataset* is where rows end up (a streaming table, a materialized view, a temporary view
+or an external sink); a *flow* is a query that writes into one dataset. A dataset defined
+with a query (``@dp.table``, ``CREATE ... AS SELECT``) has one implicit flow of the same
+name; ``create_streaming_table`` + ``@append_flow`` give a table several flows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+DatasetKind = Literal["streaming_table", "materialized_view", "temporary_view", "sink", "table"]
+"""``table`` is ``dlt.table``'s: a streaming table when its query is a stream, a
+materialized view otherwise, decided when the graph is analysed."""
+
+ExpectationAction = Literal["warn", "drop", "fail", "quarantine"]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a definition was written: errors and the event log point here."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A named data-quality rule on a dataset: a SQL boolean expression over the row."""
+
+    name: str
+    constraint: str
+    action: ExpectationAction = "warn"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset of the graph. ``name`` is as written (``t`` or ``db.t``); the graph
+    qualifies it with the pipeline's catalog and database."""
+
+    name: str
+    kind: DatasetKind
+    origin: Origin
+    comment: str | None = None
+    table_properties: Mapping[str, str] = field(default_factory=dict)
+    partition_cols: tuple[str, ...] = ()
+    cluster_by: tuple[str, ...] = ()
+    schema: StructType | str | None = None
+    format: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    private: bool = False
+    expectations: tuple[Expectation, ...] = ()
+
+    @property
+    def persisted(self) -> bool:
+        return self.kind in ("streaming_table", "materialized_view", "table")
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A query that writes into ``target``. ``func`` is captured unevaluated: it runs only
+    while the graph is analysed (with reads of other datasets resolved by the pipeline)
+    and again when the flow starts. ``once`` flows run a single time, then never again
+    until a full refresh of their target."""
+
+    name: str
+    target: str
+    func: Callable[[], DataFrame]
+    origin: Origin
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    once: bool = False
+    implicit: bool = True
+    sql: str | None = None

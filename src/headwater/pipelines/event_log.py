@@ -1,0 +1,215 @@
+"""The event log: what a pipeline did, as a Delta table users query with SQL.
+
+One table per pipeline at ``<storage>/system/events`` with the known system's columns
+(``id, sequence, origin, timestamp, level, event_type, message, details, error``);
+``details`` is a JSON string keyed by the event type (``{"flow_progress": {...}}``), so
+the queries users copy (``details:flow_progress.metrics.num_output_rows``) work once the
+SQL front rewrites ``:`` paths. Events are also handed to listeners as they happen (the
+terminal progress, tests); rows are appended in batches (one commit per flush, not per
+event), at the end of an update and every few seconds while one runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from headwater import api
+from headwater.delta.options import WriteSpec
+
+Level = Literal["INFO", "WARN", "ERROR", "METRICS"]
+
+ORIGIN = StructType(
+    [
+        StructField("pipeline_id", StringType()),
+        StructField("pipeline_name", StringType()),
+        StructField("update_id", StringType()),
+        StructField("flow_id", StringType()),
+        StructField("flow_name", StringType()),
+        StructField("dataset_name", StringType()),
+    ]
+)
+ERROR = StructType(
+    [
+        StructField("fatal", BooleanType()),
+        StructField(
+            "exceptions",
+            ArrayType(
+                StructType(
+                    [StructField("class_name", StringType()), StructField("message", StringType())]
+                )
+            ),
+        ),
+    ]
+)
+SCHEMA = StructType(
+    [
+        StructField("id", StringType()),
+        StructField(
+            "sequence",
+            StructType(
+                [
+                    StructField("data_plane_id", StringType()),
+                    StructField("seq_no", LongType()),
+                ]
+            ),
+        ),
+        StructField("origin", ORIGIN),
+        StructField("timestamp", TimestampType()),
+        StructField("level", StringType()),
+        StructField("event_type", StringType()),
+        StructField("maturity_level", StringType()),
+        StructField("message", StringType()),
+        StructField("details", StringType()),
+        StructField("error", ERROR),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    event_type: str
+    message: str
+    details: Mapping[str, Any]
+    level: Level = "INFO"
+    flow_name: str | None = None
+    dataset_name: str | None = None
+    error: BaseException | None = None
+    timestamp: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+Listener = Callable[[Event], None]
+
+
+class EventLog:
+    """Events of one update: numbered, handed to listeners, appended to the table."""
+
+    def __init__(
+        self,
+        spark: SparkSession | None,
+        path: str | None,
+        pipeline_id: str,
+        pipeline_name: str,
+        update_id: str,
+        listeners: list[Listener] | None = None,
+        table_name: str | None = None,
+    ) -> None:
+        self.spark = spark
+        self.path = path  # None: dry run, nothing written
+        self.table_name = table_name  # also readable by this name
+        self.pipeline_id = pipeline_id
+        self.pipeline_name = pipeline_name
+        self.update_id = update_id
+        self.listeners = list(listeners or [])
+        self.events: list[Event] = []
+        self.unwritten: list[tuple[Event, int]] = []
+        self.lock = threading.Lock()
+        self.seq = itertools.count(time.time_ns() // 1000)
+        self.flow_ids: dict[str, str] = {}
+
+    def emit(self, event: Event) -> Event:
+        with self.lock:
+            self.events.append(event)
+            self.unwritten.append((event, next(self.seq)))
+        for listener in self.listeners:
+            listener(event)
+        return event
+
+    def row(self, e: Event, seq_no: int) -> tuple[Any, ...]:
+        flow_id = None
+        if e.flow_name is not None:
+            flow_id = self.flow_ids.setdefault(e.flow_name, str(uuid.uuid4()))
+        error = None
+        if e.error is not None:
+            error = (True, [(type(e.error).__name__, str(e.error))])
+        return (
+            e.id,
+            (self.update_id, seq_no),
+            (
+                self.pipeline_id,
+                self.pipeline_name,
+                self.update_id,
+                flow_id,
+                e.flow_name,
+                e.dataset_name,
+            ),
+            e.timestamp,
+            e.level,
+            e.event_type,
+            "STABLE",
+            e.message,
+            json.dumps({e.event_type: e.details}, default=str),
+            error,
+        )
+
+    def flush(self) -> int:
+        """Append the events not written yet as one commit; returns how many."""
+        with self.lock:
+            pending, self.unwritten = self.unwritten, []
+        if not pending or self.spark is None or self.path is None:
+            return 0
+        rows = [self.row(event, seq_no) for event, seq_no in pending]
+        df = self.spark.createDataFrame(rows, SCHEMA)
+        if self.table_name:
+            table = api.table(self.spark, self.table_name, location=self.path)
+        else:
+            table = api.for_path(self.spark, self.path)
+        table.write(df, WriteSpec(mode="append"))
+        return len(rows)
+
+    # -- the event types ---------------------------------------------------------------------
+
+    def event(
+        self, event_type: str, message: str, details: Mapping[str, Any], **fields: Any
+    ) -> Event:
+        return self.emit(Event(event_type, message, details, **fields))
+
+    def update_progress(self, state: str, error: BaseException | None = None) -> None:
+        self.emit(
+            Event(
+                "update_progress",
+                f"Update {self.update_id[:8]} is {state}.",
+                {"state": state},
+                level="ERROR" if error else "INFO",
+                error=error,
+            )
+        )
+
+    def flow_progress(
+        self,
+        flow: str,
+        dataset: str,
+        status: str,
+        metrics: Mapping[str, Any] | None = None,
+        data_quality: Mapping[str, Any] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        details: dict[str, Any] = {"status": status}
+        if metrics is not None:
+            details["metrics"] = dict(metrics)
+        if data_quality is not None:
+            details["data_quality"] = dict(data_quality)
+        level: Level = "ERROR" if error else ("METRICS" if metrics is not None else "INFO")
+        message = f"Flow '{flow}' is {status}."
+        if error is not None:
+            message = f"Flow '{flow}' has FAILED: {error}"
+        self.emit(Event("flow_progress", message, details, level, flow, dataset, error))

@@ -1,0 +1,107 @@
+"""Loading a pipeline's sources into a :class:`~headwater.pipelines.registry.Registry`.
+
+SDP's own loader needs a Spark Connect session, so this one does what it does in-process:
+each ``.py`` library runs as a fresh module with ``spark`` in its globals, inside SDP's
+``graph_element_registration_context``; each ``.sql`` file goes to the SQL front. While
+sources load, ``import dlt`` finds headwater's definitions module and
+``pyspark.pipelines`` gains what the known system's docs show and OSS lacks
+(``append_flow(once=True)``); both are put back afterwards. The pipeline's
+``configuration`` is set as Spark confs first, so code reads it with ``spark.conf.get``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyspark.pipelines as sdp
+from pyspark.errors import PySparkException
+from pyspark.pipelines.graph_element_registry import graph_element_registration_context
+from pyspark.sql import SparkSession
+
+from headwater.errors import HeadwaterError, PipelineDefinitionError
+from headwater.pipelines import decorators
+from headwater.pipelines.registry import Registry, SqlLoader
+from headwater.pipelines.spec import PipelineSpec
+
+
+def load(spark: SparkSession, spec: PipelineSpec, sql_loader: SqlLoader | None = None) -> Registry:
+    """Every definition of the spec's libraries, captured; nothing evaluated or written."""
+    files = spec.source_files()
+    apply_configuration(spark, spec.configuration)
+    registry = Registry(sql_loader)
+    with pipeline_modules(), graph_element_registration_context(registry):
+        for file in files:
+            if file.suffix == ".py":
+                run_python_source(spark, file)
+            else:
+                registry.register_sql(file.read_text(encoding="utf-8"), file)
+    return registry
+
+
+def apply_configuration(spark: SparkSession, configuration: Mapping[str, str]) -> None:
+    """Set the spec's configuration as session confs. A conf Spark refuses to change at
+    runtime (a static one) is an error naming it, rather than a failure in some flow."""
+    for key, value in configuration.items():
+        try:
+            spark.conf.set(key, value)
+        except PySparkException as e:
+            raise PipelineDefinitionError(
+                f"[PIPELINE_SPEC_INVALID_CONFIGURATION] Configuration '{key}' cannot be set "
+                f"in a running session ({e.getCondition()}): set it when the session starts.",
+                "configuration",
+            ) from None
+
+
+@contextmanager
+def pipeline_modules() -> Iterator[None]:
+    """``dlt`` importable and ``pyspark.pipelines.append_flow`` taking ``once`` while
+    sources load."""
+    saved_dlt = sys.modules.get("dlt")
+    saved_append_flow = sdp.append_flow
+    sys.modules["dlt"] = decorators
+    sdp.append_flow = decorators.append_flow  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sdp.append_flow = saved_append_flow
+        if saved_dlt is None:
+            sys.modules.pop("dlt", None)
+        else:
+            sys.modules["dlt"] = saved_dlt
+
+
+def run_python_source(spark: SparkSession, file: Path) -> None:
+    """Run one Python library as a module; its errors name the file and line."""
+    module_spec = importlib.util.spec_from_file_location(file.stem, str(file))
+    if module_spec is None or module_spec.loader is None:
+        raise PipelineDefinitionError("Cannot load this file as Python.", str(file))
+    module = importlib.util.module_from_spec(module_spec)
+    module.__dict__["spark"] = spark
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise PipelineDefinitionError(
+            f"[PIPELINE_PYTHON_SYNTAX_ERROR] {e.msg}", str(file), e.lineno
+        ) from None
+    except PipelineDefinitionError:
+        raise
+    except (HeadwaterError, Exception) as e:
+        raise PipelineDefinitionError(
+            f"[PIPELINE_PYTHON_SOURCE_FAILED] {type(e).__name__}: {e}",
+            str(file),
+            line_in(e, file),
+        ) from e
+
+
+def line_in(error: BaseException, file: Path) -> int | None:
+    """The last line of ``file`` in the error's traceback."""
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if Path(frame.filename) == file:
+            line = frame.lineno
+    return line

@@ -1,0 +1,82 @@
+"""The event log: a Delta table per pipeline, readable by name, by path and with SQL
+``event_log(...)``, queried the way users copy from the known system's docs."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import RAW_TABLE, orders
+
+PIPELINE = (
+    RAW_TABLE
+    + """
+@dp.materialized_view
+def total():
+    return spark.read.table("raw").groupBy().count()
+"""
+)
+
+
+def test_events_land_in_a_delta_table_with_the_known_columns(project):
+    project.source("p.py", PIPELINE)
+    project.land("1.json", orders(0, 4))
+    result = project.run()
+    assert result.ok
+    spark = project.spark
+    log = spark.sql(f"SELECT * FROM event_log('{project.storage}')")
+    assert log.columns[:6] == ["id", "sequence", "origin", "timestamp", "level", "event_type"]
+    assert {"message", "details", "error"} <= set(log.columns)
+    by_name = spark.table(f"{project.database}.{project.database}_event_log")
+    assert by_name.count() == log.count() == len(result.events)
+    types = {r.event_type for r in log.select("event_type").distinct().collect()}
+    assert {"create_update", "update_progress", "flow_definition", "flow_progress"} <= types
+    states = [
+        json.loads(r.details)["update_progress"]["state"]
+        for r in log.where("event_type = 'update_progress'").orderBy("sequence.seq_no").collect()
+    ]
+    assert states == ["INITIALIZING", "SETTING_UP_TABLES", "RUNNING", "COMPLETED"]
+
+
+def test_lineage_and_row_counts_read_with_colon_paths(project):
+    project.source("p.py", PIPELINE)
+    project.land("1.json", orders(0, 4))
+    assert project.run().ok
+    project.land("2.json", orders(10, 3))
+    assert project.run().ok
+    spark = project.spark
+    rows = spark.sql(
+        f"""
+        SELECT origin.flow_name AS flow,
+               details:flow_progress.metrics.num_output_rows AS rows
+        FROM event_log('{project.storage}')
+        WHERE event_type = 'flow_progress'
+          AND details:flow_progress.status = 'COMPLETED'
+        ORDER BY timestamp
+        """
+    ).collect()
+    assert [(r.flow, int(r.rows)) for r in rows] == [
+        ("raw", 4),
+        ("total", 1),
+        ("raw", 3),
+        ("total", 1),
+    ]
+    lineage = spark.sql(
+        f"""
+        SELECT details:flow_definition.output_dataset AS output,
+               from_json(details:flow_definition.input_datasets, 'array<string>') AS inputs
+        FROM event_log('{project.storage}')
+        WHERE event_type = 'flow_definition' AND origin.flow_name = 'total'
+        LIMIT 1
+        """
+    ).collect()[0]
+    assert lineage.output == f"{project.database}.total"
+    assert lineage.inputs == [f"{project.database}.raw"]
+    quality = spark.sql(
+        f"""
+        SELECT details:flow_progress.data_quality.dropped_records AS dropped
+        FROM event_log('{project.storage}')
+        WHERE event_type = 'flow_progress' AND origin.flow_name = 'raw'
+          AND details:flow_progress.status = 'COMPLETED'
+        """
+    ).collect()
+    assert [int(r.dropped) for r in quality] == [0, 0]

@@ -1,0 +1,147 @@
+"""Update kinds (refresh all, selected, full refresh, dry run), failures that stop only
+what depends on them, retries, and materialized views after their inputs on reruns."""
+
+from __future__ import annotations
+
+from conftest import orders
+
+PIPELINE = """
+from pyspark import pipelines as dp
+
+source = spark.conf.get("source_dir")
+
+
+@dp.table(table_properties={"quality": "bronze"})
+def raw():
+    return (
+        spark.readStream.format("cloudFiles")
+        .option("cloudFiles.format", "json")
+        .option("cloudFiles.schemaHints", "id bigint, amount bigint")
+        .load(source + "/orders")
+    )
+
+
+@dp.materialized_view
+def total():
+    return spark.read.table("raw").groupBy().count()
+"""
+
+
+def test_refresh_all_then_mv_follows_its_inputs_on_every_rerun(project):
+    project.source("p.py", PIPELINE)
+    project.land("1.json", orders(0, 3))
+    assert project.run().ok
+    assert project.rows("total") == [(3,)]
+    for i in range(2, 4):
+        project.land(f"{i}.json", orders(i * 100, 2))
+        result = project.run()
+        assert result.ok
+        assert list(result.flows) == ["raw", "total"]
+        assert project.rows("total") == [(3 + 2 * (i - 1),)]
+
+
+def test_refresh_selected_runs_only_those_datasets(project):
+    project.source("p.py", PIPELINE)
+    project.land("1.json", orders(0, 3))
+    assert project.run().ok
+    project.land("2.json", orders(10, 4))
+    result = project.run(refresh=["raw"])
+    assert list(result.flows) == ["raw"]
+    assert project.count("raw") == 7
+    assert project.rows("total") == [(3,)]  # not refreshed
+
+
+def test_full_refresh_clears_the_table_and_reprocesses_every_file(project):
+    project.source("p.py", PIPELINE)
+    project.land("1.json", orders(0, 3))
+    project.land("2.json", orders(10, 2))
+    assert project.run().ok
+    project.spark.sql(f"DELETE FROM {project.database}.raw WHERE id = 0")
+    assert project.count("raw") == 4
+    result = project.run(full_refresh=["raw"])
+    assert result.ok
+    assert result.flows["raw"].num_output_rows == 5
+    assert project.count("raw") == 5
+    assert project.run().flows["raw"].num_output_rows == 0  # nothing new after the refresh
+
+
+def test_full_refresh_all_honours_reset_allowed_false(project):
+    project.source(
+        "p.py",
+        PIPELINE.replace('{"quality": "bronze"}', '{"pipelines.reset.allowed": "false"}'),
+    )
+    project.land("1.json", orders(0, 3))
+    assert project.run().ok
+    project.spark.sql(f"DELETE FROM {project.database}.raw WHERE id = 0")
+    result = project.run(full_refresh_all=True)
+    assert result.ok
+    assert project.count("raw") == 2  # kept: the table may not be reset
+    assert project.rows("total") == [(2,)]
+    assert any(e.event_type == "full_refresh_skipped" for e in result.events)
+
+
+def test_dry_run_analyses_and_writes_nothing(project):
+    project.source("p.py", PIPELINE)
+    project.land("1.json", orders(0, 3))
+    result = project.run(dry_run=True)
+    assert result.ok
+    assert result.flows == {}
+    schema = result.graph.schemas[f"{project.database}.raw"]
+    assert {"id", "amount", "region"} <= set(schema.fieldNames())
+    assert not project.storage.exists()
+    assert not project.spark.catalog.tableExists(f"{project.database}.raw")
+
+
+FAILING = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+
+@dp.materialized_view
+def good():
+    return spark.range(5)
+
+
+@dp.materialized_view
+def bad():
+    return spark.range(3).select(F.raise_error(F.lit("boom")).cast("int").alias("x"))
+
+
+@dp.materialized_view
+def after_bad():
+    return spark.read.table("bad")
+
+
+@dp.materialized_view
+def after_good():
+    return spark.read.table("good").where("id > 2")
+"""
+
+
+def test_a_failing_flow_skips_only_its_downstream(project):
+    project.source("p.py", FAILING)
+    result = project.run()
+    assert not result.ok
+    assert result.state == "FAILED"
+    status = {n: r.status for n, r in result.flows.items()}
+    assert status == {
+        "good": "COMPLETED",
+        "bad": "FAILED",
+        "after_bad": "SKIPPED",
+        "after_good": "COMPLETED",
+    }
+    assert "boom" in str(result.flows["bad"].error)
+    assert project.count("after_good") == 2
+    assert not project.spark.catalog.tableExists(f"{project.database}.after_bad")
+
+
+def test_retries_run_a_flow_again_before_failing_it(project):
+    project.source("p.py", FAILING)
+    result = project.run(refresh=["bad"], max_retries=2)
+    retries = [
+        e
+        for e in result.events
+        if e.event_type == "flow_progress" and e.details["status"] == "RETRYING"
+    ]
+    assert len(retries) == 2
+    assert result.flows["bad"].status == "FAILED"
