@@ -20,6 +20,7 @@ def _rows(warehouse, db, table):
 def test_demo_ingests_new_files_each_run_and_updates_silver_and_gold(tmp_path):
     first = run_python(DEMO, str(tmp_path), timeout=600)
     assert "gold.hourly_sales" in first.stdout
+    assert "The graph" in first.stdout and "COMPLETED" in first.stdout
     warehouse = tmp_path / "warehouse"
     bronze = _rows(warehouse, "bronze", "orders")
     silver = _rows(warehouse, "silver", "orders")

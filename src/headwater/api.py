@@ -20,7 +20,7 @@ every write that creates it or changes its schema registers it again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -104,15 +104,22 @@ class Table:
         return result
 
     def sink(
-        self, checkpoint: str, output_mode: OutputMode = "append", spec: WriteSpec | None = None
+        self,
+        checkpoint: str,
+        output_mode: OutputMode = "append",
+        spec: WriteSpec | None = None,
+        on_commit: Callable[[WriteResult], None] | None = None,
     ) -> DeltaStreamSink:
-        """The ``foreachBatch`` function committing each micro-batch once to this table."""
+        """The ``foreachBatch`` function committing each micro-batch once to this table;
+        ``on_commit`` sees each batch's result (not called for a batch already committed)."""
 
-        def on_commit(result: WriteResult) -> None:
+        def committed(result: WriteResult) -> None:
             if result.created or result.schema_changed:
                 self._mirror()
+            if on_commit is not None:
+                on_commit(result)
 
-        return DeltaStreamSink(self.location, checkpoint, output_mode, spec, on_commit)
+        return DeltaStreamSink(self.location, checkpoint, output_mode, spec, committed)
 
     def start_stream(
         self,
@@ -122,6 +129,7 @@ class Table:
         spec: WriteSpec | None = None,
         trigger: Mapping[str, str | bool] | None = None,
         query_name: str | None = None,
+        on_commit: Callable[[WriteResult], None] | None = None,
     ) -> StreamingQuery:
         """Stream ``df`` into this table, exactly once per micro-batch; ``trigger`` as
         ``DataStreamWriter.trigger`` takes it (``{"availableNow": True}``,
@@ -129,7 +137,7 @@ class Table:
         writer = df.writeStream
         writer = original(DataStreamWriter, "outputMode")(writer, output_mode)
         writer = original(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
-        writer = writer.foreachBatch(self.sink(checkpoint, output_mode, spec))
+        writer = writer.foreachBatch(self.sink(checkpoint, output_mode, spec, on_commit))
         if trigger:
             writer = original(DataStreamWriter, "trigger")(writer, **trigger)
         if query_name:

@@ -1,15 +1,21 @@
-"""The README's main job: a local medallion pipeline on embedded defaults.
+"""The README's main job: a local medallion pipeline, declared, on embedded defaults.
 
 Each run lands a few new files (JSON order events with duplicates, late events, a new
-column mid-stream, a malformed line and a wrongly typed value; a CSV customer file), then:
+column mid-stream, a malformed line and a wrongly typed value; a CSV customer file), then
+runs one update of a declarative pipeline whose sources are written next to the data
+(``<output>/pipeline/``, Python in ``pyspark.pipelines`` style and SQL), as a user would
+write them:
 
-* bronze: Auto Loader ingests the new files into ``bronze.orders`` / ``bronze.customers``;
-* silver: typed, deduplicated within a watermark -> ``silver.orders``; bad records, with
-  their reason, -> ``silver.orders_quarantine``;
-* gold: hourly sales per store in ``complete`` mode -> ``gold.hourly_sales``; orders joined
-  with customers in ``append`` mode -> ``gold.customer_orders``;
+* bronze (Python): Auto Loader ingests the new files -> ``bronze.orders`` /
+  ``bronze.customers`` (schema inferred with hints, new columns picked up, bad values
+  rescued into ``_rescued_data``);
+* silver (Python): typed, deduplicated within a watermark -> ``silver.orders``; bad
+  records, with their reason -> ``silver.orders_quarantine``;
+* gold (SQL): hourly sales per store (a materialized view) -> ``gold.hourly_sales``;
+  orders joined with customers (a streaming table) -> ``gold.customer_orders``;
 
-and prints every table's row count and a sample. Run it again: only the new files flow.
+then prints the graph, every table's row count and a sample, and the update's events from
+the event log. Run it again: only the new files flow.
 """
 
 from __future__ import annotations
@@ -20,10 +26,9 @@ import random
 import uuid
 from pathlib import Path
 
-from pyspark.sql import functions as F
-
 import headwater
-from headwater.autoloader import run_with_schema_evolution
+from headwater import pipelines
+from headwater.pipelines.progress import Printer, summary
 
 STORES = ("north", "south", "east", "west")
 
@@ -73,98 +78,139 @@ def land_files(landing: Path, run: int, rng: random.Random) -> list[Path]:
     return written
 
 
+SPEC = """name: medallion
+storage: ../storage
+libraries:
+  - glob:
+      include: transformations/**
+configuration:
+  demo.landing: {landing}
+"""
+
+BRONZE = """from pyspark import pipelines as dp
+
+landing = spark.conf.get("demo.landing")
+
+
+@dp.table(name="bronze.orders", comment="order events as landed")
+def bronze_orders():
+    return (
+        spark.readStream.format("cloudFiles")
+        .option("cloudFiles.format", "json")
+        .option("cloudFiles.inferColumnTypes", "true")
+        .option("cloudFiles.schemaHints", "amount double, event_time timestamp, customer_id int")
+        .load(landing + "/orders")
+    )
+
+
+@dp.table(name="bronze.customers", comment="the customer file")
+def bronze_customers():
+    return (
+        spark.readStream.format("cloudFiles")
+        .option("cloudFiles.format", "csv")
+        .option("cloudFiles.inferColumnTypes", "true")
+        .option("header", "true")
+        .load(landing + "/customers")
+    )
+"""
+
+SILVER = """from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+BAD = F.col("_rescued_data").isNotNull() | F.col("order_id").isNull() | F.col("amount").isNull()
+
+
+@dp.table(name="silver.orders", comment="typed orders, each once")
+def silver_orders():
+    return (
+        spark.readStream.table("bronze.orders")
+        .where(~BAD)
+        .withWatermark("event_time", "6 hours")
+        .dropDuplicatesWithinWatermark(["order_id"])
+        .drop("_rescued_data")
+    )
+
+
+@dp.table(name="silver.orders_quarantine", comment="records that could not be used, and why")
+def silver_orders_quarantine():
+    reason = (
+        F.when(F.col("order_id").isNull(), "malformed record")
+        .when(F.col("_rescued_data").isNotNull(), F.concat(F.lit("rescued: "), F.col("_rescued_data")))
+        .otherwise("missing amount")
+    )
+    return spark.readStream.table("bronze.orders").where(BAD).withColumn("reason", reason)
+"""
+
+GOLD = """-- Hourly sales per store, recomputed after silver.orders is up to date.
+CREATE OR REFRESH MATERIALIZED VIEW gold.hourly_sales
+COMMENT 'orders and revenue per store and hour'
+AS SELECT date_trunc('HOUR', event_time) AS hour, store,
+          count(*) AS orders, round(sum(amount), 2) AS revenue
+   FROM silver.orders
+   GROUP BY date_trunc('HOUR', event_time), store;
+
+-- Each new order, with its customer.
+CREATE OR REFRESH STREAMING TABLE gold.customer_orders
+AS SELECT o.order_id, o.event_time, o.store, o.amount, c.name, c.segment
+   FROM STREAM(silver.orders) o
+   LEFT JOIN bronze.customers c ON o.customer_id = c.customer_id;
+"""
+
+TABLES = (
+    "bronze.orders", "bronze.customers", "silver.orders", "silver.orders_quarantine",
+    "gold.hourly_sales", "gold.customer_orders",
+)  # fmt: skip
+
+
+def write_pipeline(project: Path, landing: Path) -> None:
+    """The pipeline's sources, written once (edit them and run again)."""
+    if (project / "spark-pipeline.yml").exists():
+        return
+    (project / "transformations").mkdir(parents=True, exist_ok=True)
+    (project / "spark-pipeline.yml").write_text(SPEC.format(landing=landing))
+    (project / "transformations" / "bronze.py").write_text(BRONZE)
+    (project / "transformations" / "silver.py").write_text(SILVER)
+    (project / "transformations" / "gold.sql").write_text(GOLD)
+
+
 def run(output: str = "demo-output", master: str | None = None) -> dict[str, int]:
     root = Path(output).resolve()
-    landing, checkpoints = root / "landing", root / "checkpoints"
+    landing, project = root / "landing", root / "pipeline"
     spark = headwater.session("headwater-demo", master=master, warehouse=str(root / "warehouse"))
     run_no = (
         len(list((landing / "orders").glob("*-0.json"))) + 1 if (landing / "orders").exists() else 1
     )
     files = land_files(landing, run_no, random.Random(run_no))
     print(f"run {run_no}: landed {len(files)} files in {landing}")
-
-    def ingest(name: str, fmt: str, **options: str):
-        def start():
-            reader = (
-                spark.readStream.format("cloudFiles")
-                .option("cloudFiles.format", fmt)
-                .option("cloudFiles.schemaLocation", str(checkpoints / name))
-                .option("cloudFiles.inferColumnTypes", "true")
-            )
-            for k, v in options.items():
-                reader = reader.option(k, v)
-            return (
-                reader.load(str(landing / name.split("_", 1)[1]))
-                .writeStream.option("checkpointLocation", str(checkpoints / name))
-                .option("mergeSchema", "true")
-                .trigger(availableNow=True)
-                .toTable(f"bronze.{name.split('_', 1)[1]}")
-            )
-
-        query = run_with_schema_evolution(start)
-        rows = sum(p["numInputRows"] for p in query.recentProgress)
-        print(f"  Auto Loader -> bronze.{name.split('_', 1)[1]}: {rows} new rows")
-        return query
-
-    ingest(
-        "bronze_orders",
-        "json",
-        **{"cloudFiles.schemaHints": "amount double, event_time timestamp, customer_id int"},
-    )
-    ingest("bronze_customers", "csv", header="true")
-
-    bronze = spark.readStream.table("bronze.orders")
-    bad = F.col("_rescued_data").isNotNull() | F.col("order_id").isNull() | F.col("amount").isNull()
-    reason = (
-        F.when(F.col("order_id").isNull(), "malformed record")
-        .when(
-            F.col("_rescued_data").isNotNull(), F.concat(F.lit("rescued: "), F.col("_rescued_data"))
-        )
-        .otherwise("missing amount")
-    )
-    good = (
-        bronze.where(~bad)
-        .withWatermark("event_time", "6 hours")
-        .dropDuplicatesWithinWatermark(["order_id"])
-        .drop("_rescued_data")
-    )
-    _run(good.writeStream, checkpoints / "silver_orders", "silver.orders")
-    _run(
-        bronze.where(bad).withColumn("reason", reason).writeStream,
-        checkpoints / "silver_quarantine",
-        "silver.orders_quarantine",
-    )
-
-    silver = spark.readStream.table("silver.orders")
-    hourly = silver.groupBy(F.window("event_time", "1 hour").alias("hour"), "store").agg(
-        F.count("*").alias("orders"), F.round(F.sum("amount"), 2).alias("revenue")
-    )
-    _run(
-        hourly.writeStream.outputMode("complete"), checkpoints / "gold_hourly", "gold.hourly_sales"
-    )
-    customers = spark.table("bronze.customers").select("customer_id", "name", "segment")
-    enriched = silver.join(customers, "customer_id", "left").select(
-        "order_id", "event_time", "store", "amount", "name", "segment"
-    )
-    _run(enriched.writeStream, checkpoints / "gold_customer_orders", "gold.customer_orders")
-
-    tables = [
-        "bronze.orders", "bronze.customers", "silver.orders", "silver.orders_quarantine",
-        "gold.hourly_sales", "gold.customer_orders",
-    ]  # fmt: skip
-    counts = {t: spark.table(t).count() for t in tables}
-    for t in tables:
+    write_pipeline(project, landing)
+    print(f"pipeline sources: {project / 'transformations'}")
+    result = pipelines.run(project, spark, listeners=[Printer()])
+    print("\nThe graph (learned from what each definition reads):")
+    print(result.graph.describe())
+    print()
+    print(summary(result))
+    counts = {t: spark.table(t).count() for t in TABLES}
+    for t in TABLES:
         print(f"\n== {t}: {counts[t]} rows")
         spark.table(t).show(3, truncate=60)
     print("What Auto Loader rescued into bronze.orders._rescued_data:")
     spark.table("bronze.orders").where("_rescued_data IS NOT NULL").select(
         "order_id", "_rescued_data"
     ).show(5, truncate=100)
+    print("The event log, as users query it (SQL on event_log(...)):")
+    spark.sql(
+        f"""
+        SELECT origin.flow_name AS flow,
+               details:flow_progress.status AS status,
+               details:flow_progress.metrics.num_output_rows AS rows
+        FROM event_log('{root / "storage"}')
+        WHERE event_type = 'flow_progress' AND origin.update_id = '{result.update_id}'
+          AND details:flow_progress.metrics IS NOT NULL
+          AND details:flow_progress.status IN ('COMPLETED', 'FAILED')
+        ORDER BY timestamp
+        """
+    ).show(20, truncate=False)
+    if not result.ok:
+        raise SystemExit(f"the update failed: {[r.name for r in result.failed()]}")
     print(f"Tables are under {root / 'warehouse'}; run again to land and process new files.")
     return counts
-
-
-def _run(writer, checkpoint: Path, table: str) -> None:
-    writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).toTable(
-        table
-    ).awaitTermination()

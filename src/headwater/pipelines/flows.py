@@ -21,9 +21,15 @@ from pyspark.sql.streaming import StreamingQuery
 
 from headwater import api
 from headwater.delta.options import WriteSpec
+from headwater.delta.write import WriteResult
 from headwater.pipelines.elements import Dataset
 from headwater.pipelines.graph import AnalysedFlow
 from headwater.pipelines.layout import Layout
+
+
+class SchemaChanged(RuntimeError):
+    """Auto Loader stopped the stream for new columns: start it again (as the known
+    system restarts such flows), it then reads with the evolved schema."""
 
 
 @dataclass
@@ -38,6 +44,7 @@ class FlowRun:
     seconds: float = 0.0
     error: BaseException | None = None
     query: StreamingQuery | None = field(default=None, repr=False)
+    counts_writes: bool = False  # rows counted as batches commit (else from progress)
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -64,13 +71,21 @@ def start_stream(
     layout: Layout,
     trigger: Mapping[str, str | bool],
     query_name: str,
+    run: FlowRun,
 ) -> StreamingQuery:
-    """Start ``df`` streaming into the flow's table or sink, with the flow's checkpoint."""
+    """Start ``df`` streaming into the flow's table or sink, with the flow's checkpoint;
+    ``run`` counts the rows each committed micro-batch wrote."""
     checkpoint = layout.checkpoint(af.flow.name)
     if dataset.kind == "sink":
         writer = df.writeStream.format(dataset.format or "delta").options(**dataset.options)
         writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
         return writer.trigger(**trigger).start()  # type: ignore[arg-type]
+    run.counts_writes = True
+
+    def committed(result: WriteResult) -> None:
+        run.num_output_rows += result.num_rows
+        run.batches += 1
+
     table = api.table(spark, af.target)
     return table.start_stream(
         df,
@@ -78,6 +93,7 @@ def start_stream(
         spec=table_spec(dataset, "append"),
         trigger=trigger,
         query_name=query_name,
+        on_commit=committed,
     )
 
 
@@ -100,12 +116,18 @@ def await_stream(
     _count(query, run, seen)
     error = query.exception()
     if error is not None:
-        raise RuntimeError(f"{error.desc if hasattr(error, 'desc') else error}")
+        text = f"{error.desc if hasattr(error, 'desc') else error}"
+        if "UNKNOWN_FIELD_EXCEPTION" in text:
+            raise SchemaChanged(text)
+        raise RuntimeError(text)
 
 
 def _count(query: StreamingQuery, run: FlowRun, seen: int) -> int:
-    """Add the rows of batches after ``seen`` (the next batch id not counted yet)."""
+    """Add the rows of batches after ``seen`` (the next batch id not counted yet), for
+    streams whose writes are not counted as they commit (sinks)."""
     new = [p for p in query.recentProgress if p.get("batchId", -1) >= seen]
+    if run.counts_writes:
+        return max([seen - 1, *[int(p["batchId"]) for p in new]]) + 1
     for p in new:
         run.num_output_rows += int(p.get("numInputRows") or 0)
     run.batches += len({p["batchId"] for p in new if p.get("numInputRows")})

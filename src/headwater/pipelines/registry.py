@@ -114,6 +114,13 @@ class Registry(GraphElementRegistry):
     # -- ours --------------------------------------------------------------------------------
 
     def add_dataset(self, dataset: Dataset) -> None:
+        if dataset.expectations:  # refused rather than silently not enforced
+            raise PipelineDefinitionError(
+                "[PIPELINE_EXPECTATIONS_NOT_SUPPORTED] Expectations (CONSTRAINT ... EXPECT) "
+                f"on '{dataset.name}' are not supported yet; remove them to run the pipeline.",
+                dataset.origin.file,
+                dataset.origin.line,
+            )
         key = dataset.name.lower()
         if key in self.datasets:
             first = self.datasets[key]

@@ -39,6 +39,7 @@ from headwater.pipelines.spec import PipelineSpec
 from headwater.pipelines.sql_flows import sql_loader
 
 RESET_ALLOWED = "pipelines.reset.allowed"
+SCHEMA_RESTARTS = 10  # restarts of a stream Auto Loader stopped for new columns
 
 
 @dataclass(frozen=True)
@@ -359,7 +360,7 @@ class Update:
     def _attempt(
         self, graph: Graph, af: AnalysedFlow, run: FlowRun, trigger: dict[str, Any]
     ) -> None:
-        flow, dataset = af.flow, graph.datasets[af.target]
+        flow = af.flow
         once_key = f"{af.flow.name}@{self.layout.read_state('epochs').get(af.target, 0)}"
         if flow.once and self.layout.read_state("once").get(once_key):
             run.status = "COMPLETED"
@@ -368,6 +369,25 @@ class Update:
         self.log.flow_progress(flow.name, af.target, "STARTING")
         for key, value in flow.spark_conf.items():
             self.spark.conf.set(key, value)
+        for restart in range(SCHEMA_RESTARTS + 1):
+            try:
+                self._write(graph, af, run, trigger, once_key)
+                break
+            except flow_runs.SchemaChanged as e:
+                if restart == SCHEMA_RESTARTS:
+                    raise
+                self.log.flow_progress(flow.name, af.target, "RESTARTING", error=e)
+        if flow.once:
+            with self.state_lock:
+                done = self.layout.read_state("once")
+                done[once_key] = True
+                self.layout.write_state("once", done)
+
+    def _write(
+        self, graph: Graph, af: AnalysedFlow, run: FlowRun, trigger: dict[str, Any], once_key: str
+    ) -> None:
+        """Evaluate the flow against the real tables and write its rows once."""
+        flow, dataset = af.flow, graph.datasets[af.target]
         reads = self._reads(graph, af)
         try:
             df = evaluate(flow, reads)
@@ -382,6 +402,7 @@ class Update:
                     self.layout,
                     {"availableNow": True} if flow.once else trigger,
                     f"{self.spec.name}.{flow.name}",
+                    run,
                 )
                 run.query = query
                 flow_runs.await_stream(query, run, self.stop, self._batch_done)
@@ -390,11 +411,6 @@ class Update:
             else:
                 app_id = f"headwater-pipeline:{self.log.pipeline_id}:{once_key}"
                 run.num_output_rows = flow_runs.append_once(self.spark, af, dataset, df, app_id)
-            if flow.once:
-                with self.state_lock:
-                    done = self.layout.read_state("once")
-                    done[once_key] = True
-                    self.layout.write_state("once", done)
         finally:
             reads.drop_views()
 
