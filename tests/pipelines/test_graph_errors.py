@@ -143,3 +143,17 @@ def test_an_unknown_dataset_in_refresh_is_named_before_anything_runs(project):
         project.run(refresh=["nope"])
     assert e.value.error_class == "PIPELINE_UNKNOWN_DATASET"
     assert_nothing_written(project)
+
+
+def test_table_options_not_supported_yet_are_refused_not_dropped(project):
+    project.source(
+        "clustered.py",
+        """
+        from pyspark import pipelines as dp
+
+        @dp.materialized_view(cluster_by=["id"])
+        def t():
+            return spark.range(3)
+        """,
+    )
+    fails(project, "PIPELINE_UNSUPPORTED_TABLE_OPTION", "clustered.py", 4)

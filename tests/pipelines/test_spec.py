@@ -84,3 +84,9 @@ def test_configuration_overrides_merge_with_the_spec(tmp_path):
     write(tmp_path, "name: x\nstorage: s\nconfiguration: {a: '1', b: '2'}\n")
     spec = load_spec(tmp_path, {"configuration": {"b": "3"}})
     assert spec.configuration == {"a": "1", "b": "3"}
+
+
+def test_a_catalog_other_than_the_sessions_is_refused(tmp_path):
+    write(tmp_path, "name: x\nstorage: s\ncatalog: main\n")
+    with pytest.raises(PipelineDefinitionError, match="catalog 'main'"):
+        load_spec(tmp_path)

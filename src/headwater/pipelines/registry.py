@@ -121,6 +121,17 @@ class Registry(GraphElementRegistry):
                 dataset.origin.file,
                 dataset.origin.line,
             )
+        refused = None
+        if dataset.cluster_by:
+            refused = "cluster_by (liquid clustering) is not supported yet; use partition_cols"
+        elif dataset.persisted and (dataset.format or "delta").lower() != "delta":
+            refused = f"format='{dataset.format}': pipeline tables are Delta tables"
+        if refused:
+            raise PipelineDefinitionError(
+                f"[PIPELINE_UNSUPPORTED_TABLE_OPTION] '{dataset.name}': {refused}.",
+                dataset.origin.file,
+                dataset.origin.line,
+            )
         key = dataset.name.lower()
         if key in self.datasets:
             first = self.datasets[key]

@@ -148,6 +148,13 @@ def spec_from_mapping(
             "[PIPELINE_SPEC_FIELD_NOT_DICT] `configuration` must map names to values.", where
         )
     libraries = data.get("libraries")
+    catalog = _optional_str(data, "catalog", where)
+    if catalog is not None and catalog.lower() not in ("spark_catalog", "hive_metastore"):
+        raise PipelineDefinitionError(
+            f"[PIPELINE_SPEC_UNKNOWN_CATALOG] catalog '{catalog}': headwater keeps tables in "
+            "the session's catalog (spark_catalog); drop `catalog` or set it to spark_catalog.",
+            where,
+        )
     return PipelineSpec(
         name=data["name"],
         storage=data["storage"],
@@ -155,7 +162,7 @@ def spec_from_mapping(
         libraries=_libraries(libraries, where)
         if libraries is not None
         else ("transformations/**",),
-        catalog=_optional_str(data, "catalog", where),
+        catalog=catalog,
         database=_optional_str(data, "database", where) or _optional_str(data, "schema", where),
         configuration={str(k): _conf_value(v) for k, v in configuration.items()},
         file=file,
