@@ -51,13 +51,23 @@ def origin_of_caller(depth: int = 2) -> Origin:
     return Origin(frame.f_code.co_filename, frame.f_lineno)
 
 
+def dataset_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Decorator arguments as :class:`Dataset` fields: unset ones dropped, column lists as
+    tuples, property maps as strings (users pass numbers and booleans)."""
+    clean = {k: v for k, v in fields.items() if v is not None}
+    for key in ("partition_cols", "cluster_by"):
+        if key in clean:
+            clean[key] = tuple(clean[key])
+    for key in ("table_properties", "spark_conf", "options"):
+        if key in clean:
+            clean[key] = {str(k): str(v) for k, v in clean[key].items()}
+    return clean
+
+
 def _define(
-    kind: DatasetKind,
-    func: QueryFunction,
-    name: str | None,
-    implicit_flow: bool = True,
-    **fields: Any,
+    kind: DatasetKind, func: QueryFunction, name: str | None, **fields: Any
 ) -> QueryFunction:
+    """Register a dataset defined by ``func``'s query, and its implicit flow."""
     if not callable(func):
         raise PipelineDefinitionError(
             f"[PIPELINE_NOT_A_FUNCTION] @{kind} decorates a function returning a DataFrame, "
@@ -66,25 +76,10 @@ def _define(
     registry = active_registry()
     origin = origin_of_function(func)
     dataset_name = name or func.__name__
-    clean = {k: v for k, v in fields.items() if v is not None}
-    for key in ("partition_cols", "cluster_by"):
-        if key in clean:
-            clean[key] = tuple(clean[key])
-    if "table_properties" in clean or "spark_conf" in clean or "options" in clean:
-        for key in ("table_properties", "spark_conf", "options"):
-            if key in clean:
-                clean[key] = {str(k): str(v) for k, v in clean[key].items()}
+    clean = dataset_fields(fields)
     registry.add_dataset(Dataset(dataset_name, kind, origin, **clean))
-    if implicit_flow:
-        registry.add_flow(
-            Flow(
-                dataset_name,
-                dataset_name,
-                func,
-                origin,
-                spark_conf=clean.get("spark_conf", {}),
-            )
-        )
+    spark_conf = clean.get("spark_conf", {})
+    registry.add_flow(Flow(dataset_name, dataset_name, func, origin, spark_conf=spark_conf))
     return func
 
 
@@ -205,17 +200,21 @@ def create_streaming_table(
         raise PipelineDefinitionError(
             "[PIPELINE_EXPECTATIONS_NOT_SUPPORTED] expectations are not supported yet."
         )
-    fields: dict[str, Any] = {
+    if row_filter is not None:
+        raise PipelineDefinitionError(
+            "[PIPELINE_ROW_FILTER_NOT_SUPPORTED] row_filter is not supported."
+        )
+    fields = {
         "comment": comment,
-        "spark_conf": dict(spark_conf) if spark_conf else None,
-        "table_properties": dict(table_properties) if table_properties else None,
-        "partition_cols": tuple(partition_cols) if partition_cols else None,
-        "cluster_by": tuple(cluster_by) if cluster_by else None,
+        "spark_conf": spark_conf,
+        "table_properties": table_properties,
+        "partition_cols": partition_cols,
+        "cluster_by": cluster_by,
         "schema": schema,
         "format": format,
     }
-    clean = {k: v for k, v in fields.items() if v is not None}
-    active_registry().add_dataset(Dataset(name, "streaming_table", origin_of_caller(), **clean))
+    dataset = Dataset(name, "streaming_table", origin_of_caller(), **dataset_fields(fields))
+    active_registry().add_dataset(dataset)
 
 
 create_streaming_live_table = create_streaming_table  # the known system's older names

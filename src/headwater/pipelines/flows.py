@@ -126,11 +126,9 @@ def _count(query: StreamingQuery, run: FlowRun, seen: int) -> int:
     """Add the rows of batches after ``seen`` (the next batch id not counted yet), for
     streams whose writes are not counted as they commit (sinks)."""
     new = [p for p in query.recentProgress if p.get("batchId", -1) >= seen]
-    if run.counts_writes:
-        return max([seen - 1, *[int(p["batchId"]) for p in new]]) + 1
-    for p in new:
-        run.num_output_rows += int(p.get("numInputRows") or 0)
-    run.batches += len({p["batchId"] for p in new if p.get("numInputRows")})
+    if not run.counts_writes:
+        run.num_output_rows += sum(int(p.get("numInputRows") or 0) for p in new)
+        run.batches += len({p["batchId"] for p in new if p.get("numInputRows")})
     return max([seen - 1, *[int(p["batchId"]) for p in new]]) + 1
 
 

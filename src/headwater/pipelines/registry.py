@@ -11,9 +11,7 @@ runner sends them to a Spark Connect server. This one keeps them, converted to
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from pyspark.pipelines import output as sdp_output
 from pyspark.pipelines.flow import AutoCdcFlow as SdpAutoCdcFlow
@@ -37,7 +35,6 @@ class Registry(GraphElementRegistry):
     def __init__(self, sql_loader: SqlLoader | None = None) -> None:
         self.datasets: dict[str, Dataset] = {}
         self.flows: dict[str, Flow] = {}
-        self.auto_cdc: list[Any] = []  # AUTO CDC flows: taken over by the AUTO CDC runner
         self.sql_conf: dict[str, str] = {}  # SET statements of SQL sources
         self.sql_loader = sql_loader
 
@@ -154,8 +151,3 @@ class Registry(GraphElementRegistry):
                 flow.origin.line,
             )
         self.flows[key] = flow
-
-    def update_dataset(self, name: str, **changes: Any) -> None:
-        """Amend a registered dataset (e.g. expectations declared by decorators)."""
-        key = name.lower()
-        self.datasets[key] = replace(self.datasets[key], **changes)
