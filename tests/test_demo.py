@@ -25,7 +25,8 @@ def test_demo_ingests_new_files_each_run_and_updates_silver_and_gold(tmp_path):
     bronze = _rows(warehouse, "bronze", "orders")
     silver = _rows(warehouse, "silver", "orders")
     assert bronze > 0 and 0 < silver <= bronze
-    assert _rows(warehouse, "silver", "orders_quarantine") >= 1  # malformed records kept
+    assert _rows(warehouse, "bronze", "orders_quarantine") >= 1  # malformed records kept
+    assert "has_order_id" in first.stdout and "not_a_test" in first.stdout  # quality shown
     assert _rows(warehouse, "gold", "hourly_sales") > 0
     assert _rows(warehouse, "gold", "customer_orders") > 0
 

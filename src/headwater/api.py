@@ -38,6 +38,7 @@ from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.originals import original
 
 __all__ = [
+    "BatchFunction",
     "OutputMode",
     "SaveMode",
     "Table",
@@ -47,6 +48,9 @@ __all__ = [
     "for_path",
     "table",
 ]
+
+BatchFunction = Callable[[DataFrame, int], object]
+"""What ``foreachBatch`` calls: a micro-batch and its id."""
 
 
 @dataclass(frozen=True)
@@ -130,14 +134,18 @@ class Table:
         trigger: Mapping[str, str | bool] | None = None,
         query_name: str | None = None,
         on_commit: Callable[[WriteResult], None] | None = None,
+        wrap: Callable[[DeltaStreamSink], BatchFunction] | None = None,
     ) -> StreamingQuery:
         """Stream ``df`` into this table, exactly once per micro-batch; ``trigger`` as
         ``DataStreamWriter.trigger`` takes it (``{"availableNow": True}``,
-        ``{"processingTime": "10 seconds"}``; default: as fast as possible)."""
+        ``{"processingTime": "10 seconds"}``; default: as fast as possible). ``wrap`` may
+        decorate the function that commits each batch (the pipelines check expectations
+        around it)."""
         writer = df.writeStream
         writer = original(DataStreamWriter, "outputMode")(writer, output_mode)
         writer = original(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
-        writer = writer.foreachBatch(self.sink(checkpoint, output_mode, spec, on_commit))
+        sink = self.sink(checkpoint, output_mode, spec, on_commit)
+        writer = writer.foreachBatch(wrap(sink) if wrap else sink)
         if trigger:
             writer = original(DataStreamWriter, "trigger")(writer, **trigger)
         if query_name:

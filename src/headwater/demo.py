@@ -8,14 +8,17 @@ write them:
 
 * bronze (Python): Auto Loader ingests the new files -> ``bronze.orders`` /
   ``bronze.customers`` (schema inferred with hints, new columns picked up, bad values
-  rescued into ``_rescued_data``);
-* silver (Python): typed, deduplicated within a watermark -> ``silver.orders``; bad
-  records, with their reason -> ``silver.orders_quarantine``;
-* gold (SQL): hourly sales per store (a materialized view) -> ``gold.hourly_sales``;
-  orders joined with customers (a streaming table) -> ``gold.customer_orders``;
+  rescued into ``_rescued_data``); records that could not be parsed are quarantined by an
+  expectation, with the rules they broke -> ``bronze.orders_quarantine``;
+* silver (Python): deduplicated within a watermark -> ``silver.orders``, with expectations
+  of every action (warn on unknown stores, drop test orders of amount 0, fail on a missing
+  order id);
+* gold (SQL): hourly sales per store (a materialized view with an expectation) ->
+  ``gold.hourly_sales``; orders joined with customers (a streaming table) ->
+  ``gold.customer_orders``;
 
-then prints the graph, every table's row count and a sample, and the update's events from
-the event log. Run it again: only the new files flow.
+then prints the graph, every table's row count and a sample, the expectations' results
+and the update's events from the event log. Run it again: only the new files flow.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ def land_files(landing: Path, run: int, rng: random.Random) -> list[Path]:
             }
             if n >= 1:  # the schema changes mid-stream: a new column appears
                 event["coupon"] = rng.choice([None, "WELCOME", "SPRING"])
+            if rng.random() < 0.02:  # a till test: amount 0 (silver drops these)
+                event["amount"] = 0.0
+            if rng.random() < 0.02:  # a pop-up store nobody registered (silver warns)
+                event["store"] = "kiosk"
             seen.append(event)
             lines.append(json.dumps(event))
         lines += [json.dumps(e) for e in rng.sample(seen, 5)]  # duplicates, re-sent
@@ -93,6 +100,7 @@ landing = spark.conf.get("demo.landing")
 
 
 @dp.table(name="bronze.orders", comment="order events as landed")
+@dp.expect_or_quarantine("parsed", "_rescued_data IS NULL AND order_id IS NOT NULL")
 def bronze_orders():
     return (
         spark.readStream.format("cloudFiles")
@@ -115,34 +123,25 @@ def bronze_customers():
 """
 
 SILVER = """from pyspark import pipelines as dp
-from pyspark.sql import functions as F
-
-BAD = F.col("_rescued_data").isNotNull() | F.col("order_id").isNull() | F.col("amount").isNull()
 
 
-@dp.table(name="silver.orders", comment="typed orders, each once")
+@dp.table(name="silver.orders", comment="orders, each once")
+@dp.expect("known_store", "store IN ('north', 'south', 'east', 'west')")
+@dp.expect_or_drop("not_a_test", "amount > 0")
+@dp.expect_or_fail("has_order_id", "order_id IS NOT NULL")
 def silver_orders():
     return (
         spark.readStream.table("bronze.orders")
-        .where(~BAD)
         .withWatermark("event_time", "6 hours")
         .dropDuplicatesWithinWatermark(["order_id"])
         .drop("_rescued_data")
     )
-
-
-@dp.table(name="silver.orders_quarantine", comment="records that could not be used, and why")
-def silver_orders_quarantine():
-    reason = (
-        F.when(F.col("order_id").isNull(), "malformed record")
-        .when(F.col("_rescued_data").isNotNull(), F.concat(F.lit("rescued: "), F.col("_rescued_data")))
-        .otherwise("missing amount")
-    )
-    return spark.readStream.table("bronze.orders").where(BAD).withColumn("reason", reason)
 """
 
 GOLD = """-- Hourly sales per store, recomputed after silver.orders is up to date.
-CREATE OR REFRESH MATERIALIZED VIEW gold.hourly_sales
+CREATE OR REFRESH MATERIALIZED VIEW gold.hourly_sales (
+  CONSTRAINT has_revenue EXPECT (revenue > 0)
+)
 COMMENT 'orders and revenue per store and hour'
 AS SELECT date_trunc('HOUR', event_time) AS hour, store,
           count(*) AS orders, round(sum(amount), 2) AS revenue
@@ -157,7 +156,7 @@ AS SELECT o.order_id, o.event_time, o.store, o.amount, c.name, c.segment
 """
 
 TABLES = (
-    "bronze.orders", "bronze.customers", "silver.orders", "silver.orders_quarantine",
+    "bronze.orders", "bronze.orders_quarantine", "bronze.customers", "silver.orders",
     "gold.hourly_sales", "gold.customer_orders",
 )  # fmt: skip
 
@@ -193,10 +192,14 @@ def run(output: str = "demo-output", master: str | None = None) -> dict[str, int
     for t in TABLES:
         print(f"\n== {t}: {counts[t]} rows")
         spark.table(t).show(3, truncate=60)
-    print("What Auto Loader rescued into bronze.orders._rescued_data:")
-    spark.table("bronze.orders").where("_rescued_data IS NOT NULL").select(
-        "order_id", "_rescued_data"
-    ).show(5, truncate=100)
+    print("Quarantined by bronze's expectation, with the rules each record broke:")
+    spark.table("bronze.orders_quarantine").select(
+        "order_id", "amount", "_rescued_data", "_failed_expectations"
+    ).show(5, truncate=60)
+    print("The expectations of this update (pipeline_quality(...), no JSON to dig through):")
+    pipelines.quality(project, spark).where(f"update_id = '{result.update_id}'").drop(
+        "update_id", "update_time"
+    ).show(20, truncate=False)
     print("The event log, as users query it (SQL on event_log(...)):")
     spark.sql(
         f"""

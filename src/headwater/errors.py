@@ -185,6 +185,19 @@ class PipelineDefinitionError(PipelineError):
         super().__init__(text, error_class=error_class)
 
 
+class ExpectationViolationError(PipelineError):
+    """A row broke an ``expect_or_fail`` rule: the flow stopped and wrote nothing of the
+    batch (or refresh) that held the row."""
+
+    default_error_class = "EXPECTATION_VIOLATION"
+
+    def __init__(self, message: str, *, expectation: str, dataset: str, row: str) -> None:
+        super().__init__(message)
+        self.expectation = expectation
+        self.dataset = dataset
+        self.row = row
+
+
 class FlowFailedError(PipelineError):
     """A flow of a pipeline update failed; its downstream flows were skipped."""
 

@@ -1,4 +1,4 @@
-"""``headwater pipelines init | dry-run | run`` from a shell: a fresh process, exit codes,
+"""``headwater pipelines init | dry-run | run | report`` from a shell: a fresh process, exit codes,
 progress and summary on the terminal."""
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ def test_init_then_dry_run_then_run(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "numbers" in run.stdout and "COMPLETED" in run.stdout
     assert (project / "pipeline-storage" / "system" / "events" / "_delta_log").is_dir()
+
+    report = headwater("pipelines", "report", "-o", "report.html", cwd=project)
+    assert report.returncode == 0, report.stderr
+    page = (project / "report.html").read_text()
+    assert "even_numbers" in page and "non_negative" in page
 
     bad = headwater("pipelines", "run", "--refresh", "nope", "--master", "local[1]", cwd=project)
     assert bad.returncode == 2

@@ -76,20 +76,53 @@ def land(folder, index: int, rows: int = 20) -> None:
     os.rename(tmp, folder / f"{index:04d}.json")
 
 
-@pytest.mark.slow
-def test_pipeline_killed_repeatedly_then_rerun_holds_every_row_once(spark, tmp_path):
+def project(tmp_path, source: str, name: str):
+    """The pipeline's folder, its database and the warehouse, under ``tmp_path``."""
     root = tmp_path / "pipeline"
     (root / "transformations").mkdir(parents=True)
-    (root / "transformations" / "p.py").write_text(PIPELINE)
-    database = "crash_" + tmp_path.name[-8:].lower().replace("-", "_")
+    (root / "transformations" / "p.py").write_text(source)
+    database = f"{name}_" + tmp_path.name[-8:].lower().replace("-", "_")
     spec = {
-        "name": "crashy",
+        "name": name,
         "storage": str(tmp_path / "storage"),
         "database": database,
         "configuration": {"source_dir": str(tmp_path / "landing")},
     }
     (root / "spark-pipeline.yml").write_text(yaml.safe_dump(spec))
-    warehouse = str(tmp_path / "warehouse")
+    return root, database, str(tmp_path / "warehouse")
+
+
+def run_and_kill(root, warehouse: str, full: str, seconds: float) -> None:
+    """An update in a child process, SIGKILLed ``seconds`` after its session is up."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(root), warehouse, full],
+        cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    proc.stdout.readline()  # STARTED: the session is up
+    time.sleep(seconds)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def finish_and_read(root, warehouse: str, database: str, script: str) -> dict:
+    """Run the update to the end, then ``script`` in a new process with ``spark`` and ``db``
+    set; what it prints after RESULT, as JSON."""
+    finish = run_python(CHILD, str(root), warehouse, "")
+    assert "STATE COMPLETED" in finish.stdout, finish.stdout
+    preamble = (
+        "import sys, json, headwater\n"
+        "warehouse, db = sys.argv[1:3]\n"
+        'spark = headwater.session(master="local[1]", warehouse=warehouse)\n'
+    )
+    proc = run_python(preamble + textwrap.dedent(script), warehouse, database)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
+    return json.loads(line[len("RESULT ") :])
+
+
+@pytest.mark.slow
+def test_pipeline_killed_repeatedly_then_rerun_holds_every_row_once(spark, tmp_path):
+    root, database, warehouse = project(tmp_path, PIPELINE, "crash")
     rng = random.Random(11)
     orders, extra = 0, 0
     for round_ in range(4):
@@ -98,34 +131,20 @@ def test_pipeline_killed_repeatedly_then_rerun_holds_every_row_once(spark, tmp_p
             orders += 1
         land(tmp_path / "landing" / "extra", 500 + extra)
         extra += 1
-        full = "silver" if round_ == 2 else ""
-        proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(root), warehouse, full],
-            cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-        proc.stdout.readline()  # STARTED: the session is up
-        time.sleep(rng.uniform(1.0, 9.0))
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        run_and_kill(root, warehouse, "silver" if round_ == 2 else "", rng.uniform(1.0, 9.0))
 
-    finish = run_python(CHILD, str(root), warehouse, "")
-    assert "STATE COMPLETED" in finish.stdout, finish.stdout
-    check = textwrap.dedent(
+    got = finish_and_read(
+        root,
+        warehouse,
+        database,
         """
-        import sys, json, headwater
-        warehouse, db = sys.argv[1:3]
-        spark = headwater.session(master="local[1]", warehouse=warehouse)
         out = {}
         for t in ("bronze", "silver", "combined"):
             out[t] = sorted(r.id for r in spark.table(f"{db}.{t}").select("id").collect())
         out["totals"] = sorted(tuple(r) for r in spark.table(f"{db}.totals").collect())
         print("RESULT", json.dumps(out))
-        """
+        """,
     )
-    proc = run_python(check, warehouse, database)
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
-    got = json.loads(line[len("RESULT ") :])
     ids = sorted(i * 1000 + r for i in range(orders) for r in range(20))
     eu = sorted(i * 1000 + r for i in range(0, orders, 2) for r in range(20))
     extra_ids = sorted((500 + e) * 1000 + r for e in range(extra) for r in range(20))
@@ -137,3 +156,57 @@ def test_pipeline_killed_repeatedly_then_rerun_holds_every_row_once(spark, tmp_p
     for region in extra_regions:
         expected[region] = expected.get(region, 0) + 20
     assert got["totals"] == sorted([k, v] for k, v in expected.items())
+
+
+QUARANTINE = """
+from pyspark import pipelines as dp
+
+@dp.table
+@dp.expect_or_quarantine("not_third", "id % 3 <> 0")
+@dp.expect_or_drop("not_seventh", "id % 7 <> 0")
+@dp.expect("small", "id < 3000")
+def checked():
+    return (
+        spark.readStream.format("cloudFiles")
+        .option("cloudFiles.format", "json")
+        .option("cloudFiles.schemaHints", "id bigint, region string")
+        .option("cloudFiles.maxFilesPerTrigger", "1")
+        .load(spark.conf.get("source_dir") + "/orders")
+    )
+"""
+
+
+@pytest.mark.slow
+def test_quarantine_killed_repeatedly_holds_every_row_once_in_one_of_its_tables(spark, tmp_path):
+    root, database, warehouse = project(tmp_path, QUARANTINE, "quarantined")
+    rng = random.Random(5)
+    files = 0
+    for _ in range(4):
+        for _ in range(6):
+            land(tmp_path / "landing" / "orders", files)
+            files += 1
+        run_and_kill(root, warehouse, "", rng.uniform(2.0, 8.0))
+
+    got = finish_and_read(
+        root,
+        warehouse,
+        database,
+        """
+        out = {
+            "kept": sorted(r.id for r in spark.table(f"{db}.checked").collect()),
+            "quarantined": sorted(
+                [r.id, sorted(r._failed_expectations)]
+                for r in spark.table(f"{db}.checked_quarantine").collect()
+            ),
+        }
+        print("RESULT", json.dumps(out))
+        """,
+    )
+    ids = [i * 1000 + r for i in range(files) for r in range(20)]
+    assert got["kept"] == sorted(i for i in ids if i % 3 != 0 and i % 7 != 0)
+    expected = []
+    for i in ids:
+        if i % 3 == 0:
+            rules = ["not_third"] + (["not_seventh"] if i % 7 == 0 else [])
+            expected.append([i, sorted(rules + (["small"] if i >= 3000 else []))])
+    assert got["quarantined"] == sorted(expected)

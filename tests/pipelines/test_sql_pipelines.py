@@ -83,14 +83,3 @@ def test_an_undefined_parameter_names_the_file_and_line(project):
         project.run()
     assert e.value.file.endswith("bad.sql") and e.value.line == 2
     assert not project.storage.exists()
-
-
-def test_expectations_are_refused_until_they_are_enforced(project):
-    project.source(
-        "checked.sql",
-        "CREATE MATERIALIZED VIEW m (\n  CONSTRAINT positive EXPECT (x > 0)\n) AS SELECT 1 AS x\n",
-    )
-    with pytest.raises(PipelineDefinitionError) as e:
-        project.run()
-    assert e.value.error_class == "PIPELINE_EXPECTATIONS_NOT_SUPPORTED"
-    assert e.value.file.endswith("checked.sql") and e.value.line == 1

@@ -13,7 +13,22 @@ from headwater.errors import HeadwaterError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["cloud_files_state", "run_with_schema_evolution"]
+__all__ = ["backlog", "cloud_files_state", "run_with_schema_evolution"]
+
+
+def backlog(location: str) -> tuple[int, int] | None:
+    """Files (and bytes) a stream has discovered and not yet committed, from its file state
+    at ``location`` (its ``cloudFiles.schemaLocation``); None when there is no state yet.
+    What ``backlog_files`` / ``backlog_bytes`` report in a pipeline's flow progress."""
+    from headwater.autoloader.state import STATE_DIR, FileState
+
+    if not os.path.isfile(os.path.join(location, STATE_DIR, "files.sqlite")):
+        return None
+    state = FileState(location)
+    try:
+        return state.outstanding()
+    finally:
+        state.close()
 
 
 def cloud_files_state(location: str, spark: SparkSession | None = None):

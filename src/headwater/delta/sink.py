@@ -79,6 +79,10 @@ class DeltaStreamSink:
         self._query_id: str | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        self.commit(df, batch_id)
+
+    def commit(self, df: DataFrame, batch_id: int) -> WriteResult:
+        """Write the batch; its result (``version`` None: it was already committed)."""
         spec = replace(self.spec, txn=(self.app_id, int(batch_id)))
         operation = Operation.streaming_update(self.output_mode, self.query_id(), int(batch_id))
         result = write(df, self.path, spec, operation)
@@ -86,6 +90,7 @@ class DeltaStreamSink:
             log.info("batch %s already committed to %s; skipped", batch_id, self.path)
         elif self.on_commit is not None:
             self.on_commit(result)
+        return result
 
     @property
     def app_id(self) -> str:

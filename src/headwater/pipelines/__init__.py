@@ -17,14 +17,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
+from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.decorators import (
     append_flow,
     create_sink,
     create_streaming_live_table,
     create_streaming_table,
     create_target_table,
+    expect,
+    expect_all,
+    expect_all_or_drop,
+    expect_all_or_fail,
+    expect_all_or_quarantine,
+    expect_or_drop,
+    expect_or_fail,
+    expect_or_quarantine,
     materialized_view,
     read,
     read_stream,
@@ -47,8 +56,17 @@ __all__ = [
     "create_streaming_table",
     "create_target_table",
     "dry_run",
+    "expect",
+    "expect_all",
+    "expect_all_or_drop",
+    "expect_all_or_fail",
+    "expect_all_or_quarantine",
+    "expect_or_drop",
+    "expect_or_fail",
+    "expect_or_quarantine",
     "load_spec",
     "materialized_view",
+    "quality",
     "read",
     "read_stream",
     "run",
@@ -91,3 +109,22 @@ def run(
 def dry_run(spec: str | Path | PipelineSpec, spark: SparkSession | None = None) -> UpdateResult:
     """Load and analyse every definition, write nothing."""
     return run(spec, spark, dry_run=True)
+
+
+def quality(where: str | Path | PipelineSpec, spark: SparkSession | None = None) -> DataFrame:
+    """The pipeline's expectation results as a plain table: one row per update, dataset
+    and expectation (``passed_records``, ``failed_records``, ``failure_rate``, the action).
+    ``where``: the pipeline (spec file, its directory, a :class:`PipelineSpec`) or its
+    storage folder. SQL: ``SELECT * FROM pipeline_quality('<storage>')``."""
+    from headwater.session import session
+    from headwater.sql.functions import pipeline_quality
+
+    spark = spark or session()
+    if isinstance(where, PipelineSpec):
+        storage = where.storage_path
+    else:
+        try:
+            storage = load_spec(where).storage_path
+        except PipelineDefinitionError:
+            storage = str(where)
+    return pipeline_quality(spark, storage)

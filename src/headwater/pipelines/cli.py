@@ -1,9 +1,11 @@
-"""``headwater pipelines init | run | dry-run``: SDP's CLI, plus what it lacks.
+"""``headwater pipelines init | run | dry-run | report``: SDP's CLI, plus what it lacks.
 
 Flags as the known system names its update kinds: ``--refresh a,b``,
 ``--full-refresh a,b``, ``--full-refresh-all``, and ``--continuous``. Ctrl-C or SIGTERM
 stops a continuous update cleanly (each stream ends after its current micro-batch). The
-exit code is non-zero when the update failed or its definitions are wrong.
+exit code is non-zero when the update failed or its definitions are wrong. ``report``
+writes one HTML file about the pipeline's recent updates, read from its event log (no
+Spark needed).
 """
 
 from __future__ import annotations
@@ -34,13 +36,14 @@ def numbers():
     return spark.range(10).withColumn("even", F.col("id") % 2 == 0)
 """
 
-SQL_EXAMPLE = """CREATE OR REFRESH MATERIALIZED VIEW even_numbers AS
-SELECT id FROM numbers WHERE even
+SQL_EXAMPLE = """CREATE OR REFRESH MATERIALIZED VIEW even_numbers (
+  CONSTRAINT non_negative EXPECT (id >= 0) ON VIOLATION DROP ROW
+) AS SELECT id FROM numbers WHERE even
 """
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("pipelines", help="declarative pipelines: init, run, dry-run")
+    p = sub.add_parser("pipelines", help="declarative pipelines: init, run, dry-run, report")
     cmds = p.add_subparsers(dest="pipelines_command", required=True)
     init = cmds.add_parser("init", help="create a pipeline project")
     init.add_argument("name")
@@ -57,11 +60,18 @@ def add_parser(sub: Any) -> None:
             c.add_argument("--continuous", action="store_true", help="keep running")
             c.add_argument("--trigger-interval", default="5 seconds")
             c.add_argument("--max-retries", type=int, default=0)
+    report = cmds.add_parser("report", help="write an HTML report of the recent updates")
+    report.add_argument("--spec", default=".", help="the spec file or its directory (default .)")
+    report.add_argument("--storage", default=None, help="the pipeline's storage (default: spec's)")
+    report.add_argument("-o", "--output", default="pipeline-report.html", help="the HTML file")
+    report.add_argument("--updates", type=int, default=10, help="updates in the trends")
 
 
 def main(args: argparse.Namespace) -> int:
     if args.pipelines_command == "init":
         return init(args.name)
+    if args.pipelines_command == "report":
+        return report(args.spec, args.storage, args.output, args.updates)
     from headwater import pipelines
     from headwater.pipelines.progress import Printer, summary
     from headwater.session import session
@@ -106,6 +116,19 @@ def init(name: str) -> int:
     (root / "transformations" / "numbers.py").write_text(PYTHON_EXAMPLE)
     (root / "transformations" / "even_numbers.sql").write_text(SQL_EXAMPLE)
     print(f"Created pipeline '{root.name}'. Run it: cd {name} && headwater pipelines run")
+    return 0
+
+
+def report(spec: str, storage: str | None, output: str, updates: int) -> int:
+    from headwater.pipelines.report import write_report
+    from headwater.pipelines.spec import load_spec
+
+    try:
+        written = write_report(storage or load_spec(spec).storage_path, output, updates=updates)
+    except PipelineError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"Wrote {written}: open it in a browser (it needs no network).")
     return 0
 
 

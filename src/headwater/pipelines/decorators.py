@@ -16,13 +16,20 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from headwater.adapter.resolution import current
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.elements import Dataset, DatasetKind, Flow, Origin
-from headwater.pipelines.registry import Registry
+from headwater.pipelines.elements import (
+    Dataset,
+    DatasetKind,
+    Expectation,
+    ExpectationAction,
+    Flow,
+    Origin,
+)
+from headwater.pipelines.registry import EXPECTATIONS, Registry
 
 QueryFunction = Callable[[], DataFrame]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -186,19 +193,16 @@ def create_streaming_table(
     path: str | None = None,
     schema: StructType | str | None = None,
     format: str | None = None,
-    expect_all: Mapping[str, str] | None = None,
-    expect_all_or_drop: Mapping[str, str] | None = None,
-    expect_all_or_fail: Mapping[str, str] | None = None,
+    expect_all: Mapping[str, str | Column] | None = None,
+    expect_all_or_drop: Mapping[str, str | Column] | None = None,
+    expect_all_or_fail: Mapping[str, str | Column] | None = None,
+    expect_all_or_quarantine: Mapping[str, str | Column] | None = None,
     row_filter: str | None = None,
 ) -> None:
     """A streaming table with no query of its own: flows (``append_flow``) feed it."""
     if path is not None:
         raise PipelineDefinitionError(
             "[PIPELINE_PATH_NOT_SUPPORTED] create_streaming_table(path=...) is not supported."
-        )
-    if expect_all or expect_all_or_drop or expect_all_or_fail:
-        raise PipelineDefinitionError(
-            "[PIPELINE_EXPECTATIONS_NOT_SUPPORTED] expectations are not supported yet."
         )
     if row_filter is not None:
         raise PipelineDefinitionError(
@@ -213,7 +217,19 @@ def create_streaming_table(
         "schema": schema,
         "format": format,
     }
-    dataset = Dataset(name, "streaming_table", origin_of_caller(), **dataset_fields(fields))
+    rules = (
+        *expectations(expect_all, "warn"),
+        *expectations(expect_all_or_drop, "drop"),
+        *expectations(expect_all_or_fail, "fail"),
+        *expectations(expect_all_or_quarantine, "quarantine"),
+    )
+    dataset = Dataset(
+        name,
+        "streaming_table",
+        origin_of_caller(),
+        expectations=rules,
+        **dataset_fields(fields),
+    )
     active_registry().add_dataset(dataset)
 
 
@@ -280,3 +296,102 @@ def _session() -> SparkSession:
     if spark is None:
         raise PipelineDefinitionError("dlt.read needs an active SparkSession.")
     return spark
+
+
+# -- expectations ------------------------------------------------------------------------------
+
+
+def expectations(
+    rules: Mapping[str, str | Column] | None, action: ExpectationAction
+) -> tuple[Expectation, ...]:
+    """``{name: constraint}`` as expectations; a constraint is SQL text or a Column."""
+    found = []
+    for name, constraint in (rules or {}).items():
+        if isinstance(constraint, Column):
+            text = str(constraint)
+            text = text[8:-2] if text.startswith("Column<'") else text
+            found.append(Expectation(str(name), text, action, column=constraint))
+        elif isinstance(constraint, str) and constraint.strip():
+            found.append(Expectation(str(name), constraint, action))
+        else:
+            raise PipelineDefinitionError(
+                f"[PIPELINE_EXPECTATION_INVALID] Expectation '{name}' needs a constraint: a SQL "
+                f"boolean expression (a string) or a Column, not {constraint!r}."
+            )
+    return tuple(found)
+
+
+def _expect(rules: tuple[Expectation, ...]) -> Callable[[F], F]:
+    """Attach ``rules`` to the dataset the decorated function defines, whichever side of
+    ``@dlt.table`` the decorator is written on."""
+
+    def decorate(func: F) -> F:
+        if not callable(func):
+            raise PipelineDefinitionError(
+                "[PIPELINE_EXPECTATION_MISPLACED] An @expect decorator must be written below "
+                "@dp.table / @dp.materialized_view / @dp.temporary_view, right above the "
+                "function (SDP's decorators return nothing to decorate).",
+                *_location(origin_of_caller(2)),
+            )
+        registry = active_registry()
+        target = registry.implicit_target(func)
+        if target is not None:
+            registry.add_expectations(target, rules)
+        else:
+            setattr(func, EXPECTATIONS, (*rules, *getattr(func, EXPECTATIONS, ())))
+        return func
+
+    return decorate
+
+
+def _location(origin: Origin) -> tuple[str, int | None]:
+    return origin.file, origin.line
+
+
+def expect(name: str, constraint: str | Column) -> Callable[[F], F]:
+    """Count the rows breaking ``constraint``; keep them."""
+    return _expect(expectations({name: constraint}, "warn"))
+
+
+def expect_or_drop(name: str, constraint: str | Column) -> Callable[[F], F]:
+    """Remove the rows breaking ``constraint`` (and count them)."""
+    return _expect(expectations({name: constraint}, "drop"))
+
+
+def expect_or_fail(name: str, constraint: str | Column) -> Callable[[F], F]:
+    """Stop the flow at the first row breaking ``constraint``; nothing of its batch lands."""
+    return _expect(expectations({name: constraint}, "fail"))
+
+
+def expect_or_quarantine(name: str, constraint: str | Column) -> Callable[[F], F]:
+    """Divert the rows breaking ``constraint`` to the dataset's quarantine table, with the
+    names of every rule they broke (headwater's; not in the known system)."""
+    return _expect(expectations({name: constraint}, "quarantine"))
+
+
+def expect_all(rules: Mapping[str, str | Column]) -> Callable[[F], F]:
+    return _expect(expectations(rules, "warn"))
+
+
+def expect_all_or_drop(rules: Mapping[str, str | Column]) -> Callable[[F], F]:
+    return _expect(expectations(rules, "drop"))
+
+
+def expect_all_or_fail(rules: Mapping[str, str | Column]) -> Callable[[F], F]:
+    return _expect(expectations(rules, "fail"))
+
+
+def expect_all_or_quarantine(rules: Mapping[str, str | Column]) -> Callable[[F], F]:
+    return _expect(expectations(rules, "quarantine"))
+
+
+EXPECT_FUNCTIONS = (
+    expect,
+    expect_or_drop,
+    expect_or_fail,
+    expect_or_quarantine,
+    expect_all,
+    expect_all_or_drop,
+    expect_all_or_fail,
+    expect_all_or_quarantine,
+)

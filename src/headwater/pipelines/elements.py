@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
@@ -39,11 +39,14 @@ class Origin:
 
 @dataclass(frozen=True)
 class Expectation:
-    """A named data-quality rule on a dataset: a SQL boolean expression over the row."""
+    """A named data-quality rule on a dataset: a SQL boolean expression over the row
+    (or a Column). ``quarantine`` is headwater's: the row goes to the dataset's
+    quarantine table with the names of the rules it broke."""
 
     name: str
     constraint: str
     action: ExpectationAction = "warn"
+    column: Any = field(default=None, compare=False)  # a Column given instead of SQL text
 
 
 @dataclass(frozen=True)

@@ -202,8 +202,11 @@ class EventLog:
         metrics: Mapping[str, Any] | None = None,
         data_quality: Mapping[str, Any] | None = None,
         error: BaseException | None = None,
+        seconds: float | None = None,
     ) -> None:
         details: dict[str, Any] = {"status": status}
+        if seconds is not None:
+            details["duration_seconds"] = seconds
         if metrics is not None:
             details["metrics"] = dict(metrics)
         if data_quality is not None:

@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from headwater import api
+from headwater.autoloader import backlog
 from headwater.delta.options import WriteSpec
+from headwater.delta.sink import DeltaStreamSink
 from headwater.delta.write import WriteResult
 from headwater.pipelines.elements import Dataset
+from headwater.pipelines.expectations import Quality, Rules
 from headwater.pipelines.graph import AnalysedFlow
 from headwater.pipelines.layout import Layout
+
+Write = Callable[[DataFrame], WriteResult | None]
 
 
 class SchemaChanged(RuntimeError):
@@ -40,15 +46,45 @@ class FlowRun:
     target: str
     status: str = "QUEUED"
     num_output_rows: int = 0
+    num_input_rows: int | None = None  # known for streams (from their progress)
     batches: int = 0
     seconds: float = 0.0
     error: BaseException | None = None
     query: StreamingQuery | None = field(default=None, repr=False)
     counts_writes: bool = False  # rows counted as batches commit (else from progress)
+    quality: dict[str, Quality] = field(default_factory=dict)  # per dataset checked
+    streamed_quality: dict[str, Quality] = field(default_factory=dict)  # by observed name
+    observed_batches: set[int] = field(default_factory=set)
+    after_commit: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    sources: list[str] = field(default_factory=list)  # Auto Loader state of its sources
 
     @property
     def metrics(self) -> dict[str, Any]:
-        return {"num_output_rows": self.num_output_rows}
+        found: dict[str, Any] = {"num_output_rows": self.num_output_rows}
+        if self.num_input_rows is not None:
+            found["num_input_rows"] = self.num_input_rows
+        waiting = [b for b in map(backlog, self.sources) if b is not None]
+        if waiting:
+            found["backlog_files"] = sum(files for files, _ in waiting)
+            found["backlog_bytes"] = sum(size for _, size in waiting)
+        return found
+
+    @property
+    def data_quality(self) -> dict[str, Any] | None:
+        """``flow_progress.data_quality``: the target's expectations and those of the
+        views the flow read; None when no dataset it touched has expectations."""
+        if not self.quality:
+            return None
+        events = [q.as_event() for q in self.quality.values()]
+        return {
+            "dropped_records": sum(e["dropped_records"] for e in events),
+            "quarantined_records": sum(e["quarantined_records"] for e in events),
+            "expectations": [x for e in events for x in e["expectations"]],
+        }
+
+    def checks(self, dataset: str, rules: Rules) -> Quality:
+        """The metrics of ``rules`` in this run (one accumulator per dataset)."""
+        return self.quality.setdefault(dataset, rules.quality())
 
 
 def table_spec(dataset: Dataset, mode: str, **extra: Any) -> WriteSpec:
@@ -63,6 +99,51 @@ def table_spec(dataset: Dataset, mode: str, **extra: Any) -> WriteSpec:
     )
 
 
+def write_checked(
+    df: DataFrame, rules: Rules, quality: Quality | None, write: Write, quarantine: Write | None
+) -> WriteResult | None:
+    """Write ``df``'s rows that pass ``rules`` with ``write`` (and those a quarantine rule
+    diverts with ``quarantine``, first), counting into ``quality`` once ``write`` commits.
+
+    Quarantined rows are written first: after a crash between the two commits, the batch
+    runs again, the quarantine write is skipped by its transaction id and the dataset's
+    write completes, so each row lands once in one of the two tables. The input is cached
+    for the two writes; the counts come from whichever write reads it first."""
+    if not rules:
+        return write(df)
+    observation = Observation()
+    source = df.persist() if quarantine is not None and rules.quarantines else df
+    try:
+        checked = rules.check(source, observation)
+        if quarantine is not None and checked.quarantined is not None:
+            quarantine(checked.quarantined)
+        result = write(checked.passed)
+        if quality is not None and result is not None and result.version is not None:
+            quality.add(observation.get)
+        return result
+    finally:
+        if source is not df:
+            source.unpersist()
+
+
+def check_view(df: DataFrame, rules: Rules, run: FlowRun) -> DataFrame:
+    """The rows of a view with expectations, as the flow reading it sees them: checked
+    inside that flow's query. A stream's counts arrive with its progress (as observed
+    metrics); a batch's once the flow's write has committed."""
+    quality = run.checks(rules.dataset, rules)
+    if df.isStreaming:
+        name = f"headwater_quality_{uuid.uuid4().hex[:12]}"
+        run.streamed_quality[name] = quality
+        return rules.check(df, name).passed
+    observation = Observation()
+    run.after_commit.append(lambda: quality.add(observation.get))
+    return rules.check(df, observation).passed
+
+
+def quarantine_spec(mode: str, **extra: Any) -> WriteSpec:
+    return WriteSpec(mode=mode, merge_schema=mode == "append", **extra)  # type: ignore[arg-type]
+
+
 def start_stream(
     spark: SparkSession,
     af: AnalysedFlow,
@@ -72,9 +153,12 @@ def start_stream(
     trigger: Mapping[str, str | bool],
     query_name: str,
     run: FlowRun,
+    rules: Rules,
+    quarantine: str | None = None,
 ) -> StreamingQuery:
     """Start ``df`` streaming into the flow's table or sink, with the flow's checkpoint;
-    ``run`` counts the rows each committed micro-batch wrote."""
+    ``run`` counts the rows each committed micro-batch wrote, and the checks of ``rules``
+    (rows breaking quarantine rules go to the table ``quarantine``)."""
     checkpoint = layout.checkpoint(af.flow.name)
     if dataset.kind == "sink":
         writer = df.writeStream.format(dataset.format or "delta").options(**dataset.options)
@@ -86,6 +170,25 @@ def start_stream(
         run.num_output_rows += result.num_rows
         run.batches += 1
 
+    quality = run.checks(af.target, rules) if rules else None
+    aside = (
+        api.table(spark, quarantine).sink(checkpoint, spec=quarantine_spec("append"))
+        if quarantine
+        else None
+    )
+
+    def checked(sink: DeltaStreamSink) -> api.BatchFunction:
+        def batch(df: DataFrame, batch_id: int) -> None:
+            write_checked(
+                df,
+                rules,
+                quality,
+                lambda passed: sink.commit(passed, batch_id),
+                (lambda rows: aside.commit(rows, batch_id)) if aside else None,
+            )
+
+        return batch
+
     table = api.table(spark, af.target)
     return table.start_stream(
         df,
@@ -94,6 +197,7 @@ def start_stream(
         trigger=trigger,
         query_name=query_name,
         on_commit=committed,
+        wrap=checked if rules else None,
     )
 
 
@@ -126,23 +230,70 @@ def _count(query: StreamingQuery, run: FlowRun, seen: int) -> int:
     """Add the rows of batches after ``seen`` (the next batch id not counted yet), for
     streams whose writes are not counted as they commit (sinks)."""
     new = [p for p in query.recentProgress if p.get("batchId", -1) >= seen]
+    for p in new:
+        observed = p.get("observedMetrics") or {}
+        if run.streamed_quality and p["batchId"] not in run.observed_batches and observed:
+            run.observed_batches.add(p["batchId"])
+            for name, quality in run.streamed_quality.items():
+                row = observed.get(name)
+                if row is not None:
+                    quality.add(row.asDict() if hasattr(row, "asDict") else dict(row))
+    read = sum(int(p.get("numInputRows") or 0) for p in new)
+    run.num_input_rows = (run.num_input_rows or 0) + read
     if not run.counts_writes:
-        run.num_output_rows += sum(int(p.get("numInputRows") or 0) for p in new)
+        run.num_output_rows += read
         run.batches += len({p["batchId"] for p in new if p.get("numInputRows")})
     return max([seen - 1, *[int(p["batchId"]) for p in new]]) + 1
 
 
-def refresh_view(spark: SparkSession, af: AnalysedFlow, dataset: Dataset, df: DataFrame) -> int:
-    """Recompute a materialized view: its query's rows replace the table's in one commit."""
-    return api.table(spark, af.target).write(df, table_spec(dataset, "overwrite")).num_rows
+def refresh_view(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    run: FlowRun,
+    rules: Rules,
+    quarantine: str | None = None,
+) -> WriteResult | None:
+    """Recompute a materialized view: its query's rows (those passing its rules) replace
+    the table's in one commit; its quarantine table is replaced likewise, first."""
+    table = api.table(spark, af.target)
+    aside = api.table(spark, quarantine) if quarantine else None
+    result = write_checked(
+        df,
+        rules,
+        run.checks(af.target, rules) if rules else None,
+        lambda rows: table.write(rows, table_spec(dataset, "overwrite")),
+        (lambda rows: aside.write(rows, quarantine_spec("overwrite"))) if aside else None,
+    )
+    return result
 
 
 def append_once(
-    spark: SparkSession, af: AnalysedFlow, dataset: Dataset, df: DataFrame, app_id: str
-) -> int:
-    """A one-time backfill: appended under ``(app_id, 0)``, skipped if already there."""
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    app_id: str,
+    run: FlowRun,
+    rules: Rules,
+    quarantine: str | None = None,
+) -> WriteResult | None:
+    """A one-time backfill: appended under ``(app_id, 0)``, skipped if already there (its
+    quarantined rows likewise, in the quarantine table)."""
+    table = api.table(spark, af.target)
+    aside = api.table(spark, quarantine) if quarantine else None
     spec = table_spec(dataset, "append", txn=(app_id, 0))
-    return api.table(spark, af.target).write(df, spec).num_rows
+    result = write_checked(
+        df,
+        rules,
+        run.checks(af.target, rules) if rules else None,
+        lambda rows: table.write(rows, spec),
+        (lambda rows: aside.write(rows, quarantine_spec("append", txn=(app_id, 0))))
+        if aside
+        else None,
+    )
+    return result
 
 
 def elapsed(start: float) -> float:

@@ -5,7 +5,7 @@ each ``.py`` library runs as a fresh module with ``spark`` in its globals, insid
 ``graph_element_registration_context``; each ``.sql`` file goes to the SQL front. While
 sources load, ``import dlt`` finds headwater's definitions module and
 ``pyspark.pipelines`` gains what the known system's docs show and OSS lacks
-(``append_flow(once=True)``); both are put back afterwards. The pipeline's
+(``append_flow(once=True)``, the ``expect*`` decorators); both are put back afterwards. The pipeline's
 ``configuration`` is set as Spark confs first, so code reads it with ``spark.conf.get``.
 """
 
@@ -14,9 +14,10 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pyspark.pipelines as sdp
 from pyspark.errors import PySparkException
@@ -59,16 +60,25 @@ def apply_configuration(spark: SparkSession, configuration: Mapping[str, str]) -
 
 @contextmanager
 def pipeline_modules() -> Iterator[None]:
-    """``dlt`` importable and ``pyspark.pipelines.append_flow`` taking ``once`` while
-    sources load."""
+    """``dlt`` importable while sources load, and ``pyspark.pipelines`` with what the
+    known system's docs show: ``append_flow(once=...)``, ``create_streaming_table(
+    expect_all=...)`` and the ``expect*`` decorators."""
     saved_dlt = sys.modules.get("dlt")
-    saved_append_flow = sdp.append_flow
+    added: dict[str, Callable[..., Any]] = {f.__name__: f for f in decorators.EXPECT_FUNCTIONS}
+    added["append_flow"] = decorators.append_flow
+    added["create_streaming_table"] = decorators.create_streaming_table
+    saved = {name: getattr(sdp, name, None) for name in added}
     sys.modules["dlt"] = decorators
-    sdp.append_flow = decorators.append_flow  # type: ignore[assignment]
+    for name, func in added.items():
+        setattr(sdp, name, func)
     try:
         yield
     finally:
-        sdp.append_flow = saved_append_flow
+        for name, before in saved.items():
+            if before is None:
+                delattr(sdp, name)
+            else:
+                setattr(sdp, name, before)
         if saved_dlt is None:
             sys.modules.pop("dlt", None)
         else:

@@ -30,6 +30,13 @@ class Printer:
             if status not in SHOWN and status != "RUNNING":
                 return
             tail = f"  {rows:,} rows" if rows is not None else ""
+            waiting = event.details.get("metrics", {}).get("backlog_files")
+            if waiting and status == "RUNNING":
+                tail += f", {waiting:,} files waiting"
+            quality = event.details.get("data_quality") or {}
+            for key in ("dropped_records", "quarantined_records"):
+                if quality.get(key):
+                    tail += f", {quality[key]:,} {key.split('_')[0]}"
             if event.error is not None:
                 tail += f"  {event.error}"
             self.write(f"  {event.flow_name:<32} {status:<10}{tail}")
@@ -51,6 +58,14 @@ def summary(result: UpdateResult) -> str:
             f"  {run.name:<{width}}  {run.status:<10} {run.num_output_rows:>10,} "
             f"{run.seconds:>8.1f}"
         )
+        quality = run.data_quality or {}
+        broken = [
+            f"{e['name']} {e['failed_records']:,} ({e['action']})"
+            for e in quality.get("expectations", [])
+            if e["failed_records"]
+        ]
+        if quality:
+            lines.append(f"      expectations failed by: {', '.join(broken) or 'no record'}")
         if run.error is not None:
             lines.append(f"      error: {str(run.error).splitlines()[0][:300]}")
     return "\n".join(lines)

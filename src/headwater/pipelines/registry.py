@@ -11,6 +11,7 @@ runner sends them to a Spark Connect server. This one keeps them, converted to
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from pyspark.pipelines import output as sdp_output
@@ -20,9 +21,12 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.source_code_location import SourceCodeLocation
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.elements import Dataset, DatasetKind, Flow, Origin
+from headwater.pipelines.elements import Dataset, DatasetKind, Expectation, Flow, Origin
 
 SqlLoader = Callable[["Registry", str, Path], None]
+EXPECTATIONS = "__pipeline_expectations__"
+"""The attribute ``@expect*`` decorators leave on a query function not registered yet
+(they sit below ``@dp.table``, so they run first)."""
 
 
 def origin_of(location: SourceCodeLocation) -> Origin:
@@ -82,7 +86,7 @@ class Registry(GraphElementRegistry):
         )
 
     def register_flow(self, flow: SdpFlow) -> None:
-        implicit = flow.name == flow.target and flow.target in self.datasets
+        implicit = flow.name == flow.target and flow.target.lower() in self.datasets
         self.add_flow(
             Flow(
                 name=flow.name,
@@ -111,13 +115,14 @@ class Registry(GraphElementRegistry):
     # -- ours --------------------------------------------------------------------------------
 
     def add_dataset(self, dataset: Dataset) -> None:
-        if dataset.expectations:  # refused rather than silently not enforced
+        if dataset.expectations and dataset.kind == "sink":
             raise PipelineDefinitionError(
-                "[PIPELINE_EXPECTATIONS_NOT_SUPPORTED] Expectations (CONSTRAINT ... EXPECT) "
-                f"on '{dataset.name}' are not supported yet; remove them to run the pipeline.",
+                f"[PIPELINE_EXPECTATION_ON_SINK] Sink '{dataset.name}' cannot have "
+                "expectations: declare them on a dataset the sink's flows read.",
                 dataset.origin.file,
                 dataset.origin.line,
             )
+        unique_names(dataset.name, dataset.expectations, dataset.origin)
         refused = None
         if dataset.cluster_by:
             refused = "cluster_by (liquid clustering) is not supported yet; use partition_cols"
@@ -141,6 +146,15 @@ class Registry(GraphElementRegistry):
         self.datasets[key] = dataset
 
     def add_flow(self, flow: Flow) -> None:
+        pending = getattr(flow.func, EXPECTATIONS, ())
+        if pending and not flow.implicit:
+            raise PipelineDefinitionError(
+                f"[PIPELINE_EXPECTATION_ON_FLOW] Flow '{flow.name}' carries expectations, "
+                "which belong to datasets: declare them on its target "
+                f"(create_streaming_table('{flow.target}', expect_all=...)).",
+                flow.origin.file,
+                flow.origin.line,
+            )
         key = flow.name.lower()
         if key in self.flows:
             first = self.flows[key]
@@ -151,3 +165,34 @@ class Registry(GraphElementRegistry):
                 flow.origin.line,
             )
         self.flows[key] = flow
+        if pending:
+            self.add_expectations(flow.target, tuple(pending))
+
+    def add_expectations(self, dataset_name: str, expectations: tuple[Expectation, ...]) -> None:
+        """Expectations for a dataset already registered (an ``@expect*`` placed above
+        ``@dlt.table``); they come before those of decorators nearer the function."""
+        key = dataset_name.lower()
+        dataset = self.datasets[key]
+        both = (*expectations, *dataset.expectations)
+        unique_names(dataset.name, both, dataset.origin)
+        self.datasets[key] = replace(dataset, expectations=both)
+
+    def implicit_target(self, func: Callable[..., object]) -> str | None:
+        """The dataset whose own query ``func`` is, if registered."""
+        for flow in self.flows.values():
+            if flow.func is func and flow.implicit:
+                return flow.target
+        return None
+
+
+def unique_names(dataset: str, expectations: tuple[Expectation, ...], origin: Origin) -> None:
+    seen: set[str] = set()
+    for e in expectations:
+        if e.name.lower() in seen:
+            raise PipelineDefinitionError(
+                f"[PIPELINE_DUPLICATE_EXPECTATION] Expectation '{e.name}' is declared twice on "
+                f"'{dataset}': expectation names are unique per dataset.",
+                origin.file,
+                origin.line,
+            )
+        seen.add(e.name.lower())

@@ -25,10 +25,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from headwater import api, storage
-from headwater.errors import PipelineDefinitionError
+from headwater.errors import ExpectationViolationError, PipelineDefinitionError
 from headwater.pipelines import flows as flow_runs
 from headwater.pipelines.continuous import run_continuous
 from headwater.pipelines.event_log import Event, EventLog, Listener
+from headwater.pipelines.expectations import Rules, quarantine_name, violation
 from headwater.pipelines.flows import FlowRun
 from headwater.pipelines.graph import AnalysedFlow, Graph, analyse, evaluate
 from headwater.pipelines.layout import Layout
@@ -133,6 +134,7 @@ class Update:
             return path if usable else None
 
         graph = analyse(self.spark, registry, self.spec.database, source_state)
+        self._check_expectations(graph)
         self._definitions(graph)
         if o.dry_run:
             self.log.update_progress("COMPLETED")
@@ -265,6 +267,24 @@ class Update:
         if resets:
             self.layout.write_state("full_refresh", {"datasets": []})
 
+    def _check_expectations(self, graph: Graph) -> None:
+        """Every constraint parses, names known columns and is boolean, checked against
+        the rows of every flow into its dataset, before anything runs."""
+        for af in graph.flows.values():
+            dataset = graph.datasets[af.target]
+            if not dataset.expectations:
+                continue
+            rules = Rules(af.target, dataset.expectations)
+            if rules.quarantines and not dataset.persisted:
+                raise PipelineDefinitionError(
+                    f"[PIPELINE_QUARANTINE_ON_VIEW] '{dataset.name}' is a view: it has no "
+                    "table beside which to keep quarantined rows. Quarantine in the dataset "
+                    "that reads it, or use expect_or_drop here.",
+                    dataset.origin.file,
+                    dataset.origin.line,
+                )
+            rules.validate(self.spark, af.schema, dataset)
+
     def _definitions(self, graph: Graph) -> None:
         for af in graph.flows.values():
             dataset = graph.datasets[af.target]
@@ -285,6 +305,10 @@ class Update:
                         for f in af.schema.fields
                     ],
                     "sql": af.flow.sql,
+                    "expectations": [
+                        {"name": e.name, "constraint": e.constraint, "action": e.action}
+                        for e in dataset.expectations
+                    ],
                 },
                 flow_name=af.flow.name,
                 dataset_name=af.target,
@@ -347,14 +371,20 @@ class Update:
                 break
             except Exception as e:  # the flow fails; the update goes on
                 run.error = e
-                if attempt < self.options.max_retries and not self.stop.is_set():
+                again = not isinstance(e, ExpectationViolationError) and not self.stop.is_set()
+                if attempt < self.options.max_retries and again:
                     self.log.flow_progress(af.flow.name, af.target, "RETRYING", error=e)
                     continue
                 run.status = "FAILED"
         run.seconds = flow_runs.elapsed(start)
-        quality = {"dropped_records": 0, "expectations": []}
         self.log.flow_progress(
-            af.flow.name, af.target, run.status, run.metrics, quality, error=run.error
+            af.flow.name,
+            af.target,
+            run.status,
+            run.metrics,
+            run.data_quality,
+            error=run.error,
+            seconds=run.seconds,
         )
 
     def _attempt(
@@ -386,11 +416,18 @@ class Update:
     def _write(
         self, graph: Graph, af: AnalysedFlow, run: FlowRun, trigger: dict[str, Any], once_key: str
     ) -> None:
-        """Evaluate the flow against the real tables and write its rows once."""
+        """Evaluate the flow against the real tables and write its rows once, checked by
+        its dataset's expectations."""
         flow, dataset = af.flow, graph.datasets[af.target]
-        reads = self._reads(graph, af)
+        rules = Rules(af.target, dataset.expectations)
+        aside = quarantine_name(dataset, af.target) if rules.quarantines else None
+        reads = self._reads(graph, af, run)
+        run.after_commit.clear()
         try:
             df = evaluate(flow, reads)
+            run.sources = [
+                self.layout.source_state(flow.name, i) for i in range(reads.sources_seen)
+            ]
             run.status = "RUNNING"
             self.log.flow_progress(flow.name, af.target, "RUNNING")
             if df.isStreaming:
@@ -403,25 +440,42 @@ class Update:
                     {"availableNow": True} if flow.once else trigger,
                     f"{self.spec.name}.{flow.name}",
                     run,
+                    rules,
+                    aside,
                 )
                 run.query = query
                 flow_runs.await_stream(query, run, self.stop, self._batch_done)
-            elif dataset.kind == "materialized_view":
-                run.num_output_rows = flow_runs.refresh_view(self.spark, af, dataset, df)
+                return
+            if dataset.kind == "materialized_view":
+                result = flow_runs.refresh_view(self.spark, af, dataset, df, run, rules, aside)
             else:
                 app_id = f"headwater-pipeline:{self.log.pipeline_id}:{once_key}"
-                run.num_output_rows = flow_runs.append_once(self.spark, af, dataset, df, app_id)
+                result = flow_runs.append_once(
+                    self.spark, af, dataset, df, app_id, run, rules, aside
+                )
+            run.num_output_rows = result.num_rows if result else 0
+            if result is not None and result.version is not None:
+                for count in run.after_commit:
+                    count()
+        except Exception as e:
+            found = violation(e, flow.name)
+            if found is None:
+                raise
+            raise found from None
         finally:
             reads.drop_views()
 
     def _batch_done(self, run: FlowRun) -> None:
-        self.log.flow_progress(run.name, run.target, "RUNNING", run.metrics)
+        self.log.flow_progress(run.name, run.target, "RUNNING", run.metrics, run.data_quality)
 
-    def _reads(self, graph: Graph, af: AnalysedFlow) -> PipelineReads:
+    def _reads(self, graph: Graph, af: AnalysedFlow, run: FlowRun) -> PipelineReads:
         def source(reads: PipelineReads, key: str, streaming: bool) -> DataFrame:
             dataset = graph.datasets[key]
             if dataset.kind == "temporary_view":
-                return evaluate(graph.flows_into(key)[0].flow, reads)
+                df = evaluate(graph.flows_into(key)[0].flow, reads)
+                if not dataset.expectations:
+                    return df
+                return flow_runs.check_view(df, Rules(key, dataset.expectations), run)
             table = api.table(self.spark, key)
             return table.read_stream() if streaming else table.read()
 

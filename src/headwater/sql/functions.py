@@ -7,11 +7,14 @@
   (:func:`headwater.autoloader.cloud_files_state`).
 * ``table_changes(table, start[, end])``: the table's change data feed.
 * ``event_log(storage)``: a declarative pipeline's event log (under its ``storage``).
+* ``pipeline_quality(storage)``: its expectations' metrics, one row per update, dataset and
+  expectation, with no JSON to dig through.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from headwater import storage
 
@@ -37,6 +40,8 @@ def call(spark: SparkSession, name: str, args: list[str], named: dict[str, str])
         return table_changes(spark, *_args(name, args, 2, 3))
     if name == "event_log":
         return event_log(spark, *_args(name, args, 1, 1))
+    if name == "pipeline_quality":
+        return pipeline_quality(spark, *_args(name, args, 1, 1))
     raise ValueError(f"unknown table function {name}")
 
 
@@ -103,6 +108,49 @@ def event_log(spark: SparkSession, where: str) -> DataFrame:
     raise ValueError(
         f"no pipeline event log under {where}: give the pipeline's storage folder "
         "(its spec's `storage`), after at least one update."
+    )
+
+
+_PROGRESS = (
+    "struct<status: string, data_quality: struct<dropped_records: bigint, "
+    "quarantined_records: bigint, expectations: array<struct<name: string, dataset: string, "
+    "action: string, passed_records: bigint, failed_records: bigint>>>>"
+)
+
+
+def pipeline_quality(spark: SparkSession, where: str) -> DataFrame:
+    """Per update, dataset and expectation: records passed and failed, summed over the
+    flows of the update (from each flow's final ``flow_progress`` event), the action, the
+    failure rate, and when the update's last flow finished."""
+    log = event_log(spark, where)
+    final = (
+        log.where("event_type = 'flow_progress'")
+        .selectExpr(
+            "origin.update_id AS update_id",
+            "timestamp",
+            f"from_json(get_json_object(details, '$.flow_progress'), '{_PROGRESS}') AS p",
+        )
+        .where("p.status IN ('COMPLETED', 'FAILED', 'STOPPED') AND p.data_quality IS NOT NULL")
+        .selectExpr("update_id", "timestamp", "explode(p.data_quality.expectations) AS e")
+    )
+    return (
+        final.groupBy("update_id", "e.dataset", "e.name", "e.action")
+        .agg(
+            F.max("timestamp").alias("update_time"),
+            F.sum("e.passed_records").alias("passed_records"),
+            F.sum("e.failed_records").alias("failed_records"),
+        )
+        .selectExpr(
+            "update_id",
+            "update_time",
+            "dataset",
+            "name AS expectation",
+            "action",
+            "passed_records",
+            "failed_records",
+            "round(failed_records / nullif(passed_records + failed_records, 0), 4) AS failure_rate",
+        )
+        .orderBy("update_time", "dataset", "expectation")
     )
 
 

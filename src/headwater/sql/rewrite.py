@@ -1,9 +1,10 @@
 """Table references Spark's parser cannot resolve, replaced by temporary views.
 
 ``t VERSION AS OF 3``, ``t TIMESTAMP AS OF '...'``, ``t@v3``, ``delta.`/path``` and the
-table functions ``read_files``, ``cloud_files_state``, ``table_changes`` and ``event_log`` are read here
-with the Python APIs (``spark.read.format("delta").option("versionAsOf", ...)`` and so on);
-each becomes a temporary view and the statement text gets the view's name in its place.
+table functions ``read_files``, ``cloud_files_state``, ``table_changes``, ``event_log`` and
+``pipeline_quality`` are read here with the Python APIs
+(``spark.read.format("delta").option("versionAsOf", ...)`` and so on); each becomes a
+temporary view and the statement text gets the view's name in its place.
 
 Why splice text instead of regenerating SQL from sqlglot's tree: the rest of the statement
 reaches Spark exactly as written, so Spark's column names, functions and error positions are
@@ -25,7 +26,7 @@ from headwater.sql.cursor import TableRef, is_name, is_word, matching_paren
 from headwater.sql.refs import resolve_at
 from headwater.sql.text import DIALECT, SqlError, Statement
 
-FUNCTIONS = {"read_files", "cloud_files_state", "table_changes", "event_log"}
+FUNCTIONS = {"read_files", "cloud_files_state", "table_changes", "event_log", "pipeline_quality"}
 _OPERATORS = {TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH}
 # Tokens a table reference follows (FROM a, b JOIN c; MERGE ... USING s; TABLE t; INTO t).
 _TABLE_CONTEXT = {
