@@ -55,14 +55,21 @@ class Quality:
         self.passed = self.passed or [0] * len(self.expectations)
         self.failed = self.failed or [0] * len(self.expectations)
 
-    def add(self, observed: Mapping[str, Any]) -> None:
+    def add(self, observed: Mapping[str, Any], written: int | None = None) -> None:
+        """Add one batch's counts. ``written``: the rows the dataset's write committed,
+        from which the rows dropped follow, so the pass over the rows need not count them;
+        without it, the observed ``dropped`` count is used."""
         rows = int(observed.get("rows") or 0)
         for i in range(len(self.expectations)):
             failed = int(observed.get(f"f{i}") or 0)
             self.failed[i] += failed
             self.passed[i] += rows - failed
-        self.dropped_records += int(observed.get("dropped") or 0)
-        self.quarantined_records += int(observed.get("quarantined") or 0)
+        quarantined = int(observed.get("quarantined") or 0)
+        self.quarantined_records += quarantined
+        if written is None:
+            self.dropped_records += int(observed.get("dropped") or 0)
+        else:
+            self.dropped_records += rows - written - quarantined
 
     def as_event(self) -> dict[str, Any]:
         """``flow_progress.data_quality`` as the known system's event log has it (plus the
@@ -144,10 +151,14 @@ class Rules:
                     where.origin.line,
                 )
 
-    def check(self, df: DataFrame, observation: Observation | str) -> Checked:
+    def check(
+        self, df: DataFrame, observation: Observation | str, count_outcomes: bool = True
+    ) -> Checked:
         """``df`` with the rules applied: fail rules stop the query on their first bad row,
         drop rules remove rows, quarantine rules divert them; ``observation`` receives the
-        counts (``rows``, ``f<i>`` per rule, ``dropped``, ``quarantined``) as rows pass."""
+        counts (``rows``, ``f<i>`` per rule, ``quarantined`` and, with ``count_outcomes``,
+        ``dropped``) as rows pass. Each count costs: a writer that knows how many rows it
+        wrote leaves ``dropped`` out (see :meth:`Quality.add`)."""
         columns = [F.col(f"`{c}`") for c in df.columns]
         flags = [F.col(f"`__hw_failed_{i}`") for i in range(len(self.expectations))]
         flagged = df.select(
@@ -169,12 +180,16 @@ class Rules:
             )
         dropped = any_of(by_action["drop"])
         quarantined = any_of(by_action["quarantine"])
+        outcomes = []
+        if count_outcomes and by_action["drop"]:
+            outcomes.append(F.sum((dropped & ~quarantined).cast("long")).alias("dropped"))
+        if by_action["quarantine"]:
+            outcomes.append(F.sum(quarantined.cast("long")).alias("quarantined"))
         counted = flagged.observe(
             observation,
             F.count(F.lit(1)).alias("rows"),
             *[F.sum(f.cast("long")).alias(f"f{i}") for i, f in enumerate(flags)],
-            F.sum((dropped & ~quarantined).cast("long")).alias("dropped"),
-            F.sum(quarantined.cast("long")).alias("quarantined"),
+            *outcomes,
         )
         passed = counted.filter(~(dropped | quarantined)).select(*columns)
         if not by_action["quarantine"]:

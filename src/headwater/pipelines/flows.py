@@ -114,12 +114,12 @@ def write_checked(
     observation = Observation()
     source = df.persist() if quarantine is not None and rules.quarantines else df
     try:
-        checked = rules.check(source, observation)
+        checked = rules.check(source, observation, count_outcomes=False)
         if quarantine is not None and checked.quarantined is not None:
             quarantine(checked.quarantined)
         result = write(checked.passed)
         if quality is not None and result is not None and result.version is not None:
-            quality.add(observation.get)
+            quality.add(observation.get, result.num_rows)
         return result
     finally:
         if source is not df:
