@@ -10,7 +10,7 @@ NAMES = ("5 expectations vs hand-written filter", "5 expectations vs none (ours)
 
 @pytest.mark.slow
 def test_bench_expectations_runs_and_reports_ratios(run_bench):
-    _, report = run_bench("bench_expectations.py", "--rows", "3000", names=NAMES)
+    _, report = run_bench("bench_expectations.py", "--rows", "3000", "--no-warmup", names=NAMES)
     assert report["rows"] == 3000
     failed = report["expected_failed"]
     assert failed["has_id"] == 0 and all(failed[n] > 0 for n in failed if n != "has_id")

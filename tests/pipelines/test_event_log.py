@@ -80,3 +80,48 @@ def test_lineage_and_row_counts_read_with_colon_paths(project):
         """
     ).collect()
     assert [r.dropped for r in quality] == [None, None]  # no expectations, no data_quality
+
+
+def test_flow_progress_reports_rows_read_and_the_backlog_shrinking_to_nothing(project):
+    project.source(
+        "p.py",
+        """
+        from pyspark import pipelines as dp
+
+        @dp.table
+        def raw():
+            return (
+                spark.readStream.format("cloudFiles")
+                .option("cloudFiles.format", "json")
+                .option("cloudFiles.maxFilesPerTrigger", "1")
+                .load(spark.conf.get("source_dir") + "/orders")
+            )
+        """,
+    )
+    for i in range(3):
+        project.land(f"{i}.json", orders(i * 10, 2))
+    result = project.run()
+    assert result.ok
+    progress = [
+        e.details
+        for e in result.events
+        if e.event_type == "flow_progress" and e.flow_name == "raw" and "metrics" in e.details
+    ]
+    final = progress[-1]
+    assert final["metrics"]["backlog_files"] == 0 and final["metrics"]["backlog_bytes"] == 0
+    assert final["status"] == "COMPLETED" and final["duration_seconds"] > 0
+    assert final["metrics"]["num_input_rows"] == final["metrics"]["num_output_rows"] == 6
+
+
+def test_backlog_counts_files_discovered_and_not_yet_committed(tmp_path):
+    from headwater.autoloader import backlog
+    from headwater.autoloader.state import FileState
+
+    location = str(tmp_path / "state")
+    assert backlog(location) is None  # no stream has run there
+    state = FileState(location)
+    state.record([(f"/landing/{i}.json", 100 + i, 1_000 + i) for i in range(3)], False)
+    assert backlog(location) == (3, 303)
+    state.mark_committed(state.max_seq() - 1)
+    assert backlog(location) == (1, 102)
+    state.close()

@@ -339,25 +339,28 @@ def test_sql_constraints_on_tables_views_and_materialized_views(project):
     ],
 )
 def test_bad_expectations_are_named_errors_before_anything_runs(project, decorator, error_class):
-    project.source("raw.py", RAW_TABLE)
     project.source(
         "silver.py",
         f"""
 from pyspark import pipelines as dp
 
 
-@dp.table
+@dp.materialized_view
+def base():
+    return spark.range(3).selectExpr("id", "id * 10 AS amount")
+
+
+@dp.materialized_view
 {decorator}
 def silver():
-    return spark.readStream.table("raw")
+    return spark.read.table("base")
 """,
     )
-    project.land("1.json", mixed(1, 3))
     with pytest.raises(PipelineDefinitionError) as e:
         project.run()
     assert e.value.error_class == f"PIPELINE_{error_class}"
     assert e.value.file.endswith("silver.py")
-    assert not project.spark.catalog.tableExists(f"{project.database}.raw")
+    assert not project.spark.catalog.tableExists(f"{project.database}.base")
 
 
 def test_expectations_in_the_wrong_place_are_named(project):
@@ -377,3 +380,40 @@ def test_expectations_in_the_wrong_place_are_named(project):
         project.run()
     assert e.value.error_class == "PIPELINE_EXPECTATION_MISPLACED"
     assert e.value.line == 5
+
+
+def test_materialized_view_quarantine_is_replaced_with_it_and_fail_keeps_it_unchanged(project):
+    project.source("raw.py", RAW_TABLE)
+    source = project.source(
+        "gold.py",
+        """
+        from pyspark import pipelines as dp
+
+
+        @dp.materialized_view
+        @dp.expect_or_quarantine("has_region", "region IS NOT NULL")
+        @dp.expect_or_fail("small", "amount < 1000")
+        def by_id():
+            return spark.read.table("raw").select("id", "amount", "region")
+        """,
+    )
+    project.land("1.json", mixed(1, 12))
+    assert project.run().ok
+    no_region = len([r for r in mixed(1, 12) if r["region"] is None])
+    assert project.count("by_id") == 12 - no_region
+    assert project.count("by_id_quarantine") == no_region
+    project.land("2.json", mixed(13, 8))
+    assert project.run().ok  # a refresh replaces both tables: nothing counted twice
+    no_region = len([r for r in mixed(1, 20) if r["region"] is None])
+    assert project.count("by_id") == 20 - no_region
+    assert project.count("by_id_quarantine") == no_region
+
+    project.land("3.json", [{"id": 99, "amount": 5000, "region": "eu"}])
+    before = project.rows("by_id", order_by="id")
+    result = project.run()
+    assert result.flows["by_id"].status == "FAILED"
+    assert isinstance(result.flows["by_id"].error, ExpectationViolationError)
+    assert project.rows("by_id", order_by="id") == before  # the refresh committed nothing
+    source.write_text(source.read_text().replace("amount < 1000", "amount < 10000"))
+    assert project.run().ok
+    assert project.count("by_id") == 20 - no_region + 1

@@ -577,3 +577,16 @@ MALFORMED = [  # (text, error class, line at fault)
 @pytest.mark.parametrize("text, error_class, line", MALFORMED)
 def test_a_malformed_statement_fails_at_the_line_at_fault(text, error_class, line):
     fails(text, error_class, line)
+
+
+def test_the_window_function_in_group_by_is_not_taken_for_the_window_clause():
+    query = parse_query(
+        "SELECT window(ts, '1 hour') AS w, count(*) AS n FROM STREAM(LIVE.events)\n"
+        "GROUP BY window(ts, '1 hour')",
+        "f.sql",
+    )
+    assert [r.name for r in query.references] == ["events"]
+    rendered = query.render({query.references[0]: "v"}).lower()
+    assert "group by window(ts, '1 hour')" in rendered
+    named = parse_query("SELECT sum(b) OVER w FROM x WINDOW w AS (PARTITION BY a)", "f.sql")
+    assert "window w as (partition by a)" in named.render({named.references[0]: "x"}).lower()

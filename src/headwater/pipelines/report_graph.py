@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from headwater.pipelines.report_model import FlowState, UpdateSummary
 
-NODE_W = 214
+NODE_W = 252
 NODE_H = 66
 VIRTUAL_H = 18
 GAP_X = 58
@@ -355,7 +355,7 @@ def _node(p: Placed, *, dry: bool) -> str:
         f'<text x="{x + 16:.1f}" y="{y + 37:.1f}" class="n-kind">'
         f"{_e(KIND_LABELS.get(n.kind, n.kind.lower()))}</text>"
         f'<text x="{x + 16:.1f}" y="{y + 55:.1f}" class="n-stat" fill="{status_colour}">'
-        f"{_e(_fit(line, 34))}</text></g>"
+        f"{_e(_fit(line, 41))}</text></g>"
     )
 
 

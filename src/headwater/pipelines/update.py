@@ -261,6 +261,11 @@ class Update:
             if key in resets and exists:
                 empty = self.spark.createDataFrame([], graph.schemas[key])
                 table.write(empty, flow_runs.table_spec(dataset, "overwrite"))
+            if key in resets and Rules(key, dataset.expectations).quarantines:
+                aside = api.find(self.spark, quarantine_name(dataset, key))
+                if aside is not None:  # emptied with its dataset, keeping its columns
+                    rows = aside.read()
+                    aside.write(rows.limit(0), flow_runs.quarantine_spec("overwrite"))
             elif not exists and dataset.kind == "streaming_table":
                 empty = self.spark.createDataFrame([], graph.schemas[key])
                 table.write(empty, flow_runs.table_spec(dataset, "append"))

@@ -104,7 +104,14 @@ class Statement:
 
 
 def tokenize(text: str) -> list[Token]:
-    return _dialect.tokenize(text)
+    """sqlglot's tokens, with Spark's ``window(ts, '1 hour')`` function told apart from the
+    ``WINDOW w AS (...)`` clause (sqlglot takes ``GROUP BY window(...)`` for the clause and
+    fails): a ``WINDOW`` right before ``(`` is a name."""
+    tokens = _dialect.tokenize(text)
+    for tok, after in zip(tokens, tokens[1:], strict=False):
+        if tok.token_type == TokenType.WINDOW and after.token_type == TokenType.L_PAREN:
+            tok.token_type = TokenType.VAR
+    return tokens
 
 
 def split(source: str) -> list[Statement]:
