@@ -129,7 +129,7 @@ def test_pipeline_killed_repeatedly_then_rerun_holds_every_row_once(spark, tmp_p
     root, database, warehouse = project(tmp_path, PIPELINE, "crash")
     rng = random.Random(11)
     orders, extra = 0, 0
-    for round_ in range(4):
+    for round_ in range(3):
         for _ in range(5):
             land(tmp_path / "landing" / "orders", orders)
             orders += 1
