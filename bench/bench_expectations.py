@@ -143,47 +143,39 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
 
     results: dict[str, dict] = {}
 
+    def measured(name: str, ours_tag: str, base_tag: str) -> dict:
+        """The best flow times of both sides (runs ``<tag>_<i>``) and their ratio."""
+        runs = {
+            side: [flow_seconds[f"{tag}_{i}"] for i in range(args.repeat)]
+            for side, tag in (("ours", ours_tag), ("native", base_tag))
+        }
+        ours_s, base_s = min(runs["ours"]), min(runs["native"])
+        ratio = ours_s / base_s
+        return {
+            "name": name,
+            "ours_s": ours_s,
+            "native_s": base_s,
+            "ratio": ratio,
+            "target": TARGET,
+            "meets_target": ratio <= TARGET,
+            "runs": runs,
+        }
+
     # 1. five expectations vs the hand-written filter
     def ours_rules(i: int) -> None:
         ours(f"rules_{i}", True)
 
     best_of(args.repeat, ours_rules, lambda i: hand(f"hand_{i}"))
-    ours_s = min(flow_seconds[f"rules_{i}"] for i in range(args.repeat))
-    hand_s = min(flow_seconds[f"hand_{i}"] for i in range(args.repeat))
     for i in range(args.repeat):
         counts = {e["name"]: e["failed_records"] for e in quality[f"rules_{i}"]["expectations"]}
         check(f"expectation counts (run {i})", counts == expected_failed, counts)
         dropped = quality[f"rules_{i}"]["dropped_records"]
         check(f"dropped (run {i})", dropped == rows - expected_rows, dropped)
-    results["hand"] = {
-        "name": "5 expectations vs hand-written filter",
-        "ours_s": ours_s,
-        "native_s": hand_s,
-        "ratio": ours_s / hand_s,
-        "target": TARGET,
-        "meets_target": ours_s / hand_s <= TARGET,
-        "runs": {
-            side: [flow_seconds[f"{tag}_{i}"] for i in range(args.repeat)]
-            for side, tag in (("ours", "rules"), ("native", "hand"))
-        },
-    }
+    results["hand"] = measured("5 expectations vs hand-written filter", "rules", "hand")
 
     # 2. the same flow with and without its expectations
     best_of(args.repeat, lambda i: ours(f"again_{i}", True), lambda i: ours(f"plain_{i}", False))
-    with_s = min(flow_seconds[f"again_{i}"] for i in range(args.repeat))
-    plain_s = min(flow_seconds[f"plain_{i}"] for i in range(args.repeat))
-    results["none"] = {
-        "name": "5 expectations vs none (ours)",
-        "ours_s": with_s,
-        "native_s": plain_s,
-        "ratio": with_s / plain_s,
-        "target": TARGET,
-        "meets_target": with_s / plain_s <= TARGET,
-        "runs": {
-            side: [flow_seconds[f"{tag}_{i}"] for i in range(args.repeat)]
-            for side, tag in (("ours", "again"), ("native", "plain"))
-        },
-    }
+    results["none"] = measured("5 expectations vs none (ours)", "again", "plain")
     return {
         "rows": rows,
         "repeat": args.repeat,
