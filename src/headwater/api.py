@@ -28,9 +28,13 @@ from pyspark.sql.streaming import DataStreamReader, DataStreamWriter, StreamingQ
 
 from headwater.catalog import Catalog, TableEntry
 from headwater.catalog.names import delta_path
+from headwater.delta.expressions import ExprLike
 from headwater.delta.log import DeltaLog
+from headwater.delta.merge import merge as delta_merge
+from headwater.delta.merge_clauses import Clause
 from headwater.delta.options import STREAM_READ_OPTIONS, SaveMode, WriteSpec, check_known
 from headwater.delta.read import read_delta
+from headwater.delta.rewrite import Result as MergeResult
 from headwater.delta.sink import DeltaStreamSink, OutputMode
 from headwater.delta.tables import DeltaTable
 from headwater.delta.write import WriteResult, write
@@ -39,6 +43,8 @@ from headwater.originals import original
 
 __all__ = [
     "BatchFunction",
+    "Clause",
+    "MergeResult",
     "OutputMode",
     "SaveMode",
     "Table",
@@ -46,6 +52,7 @@ __all__ = [
     "WriteSpec",
     "find",
     "for_path",
+    "start_foreach_batch",
     "table",
 ]
 
@@ -152,9 +159,43 @@ class Table:
             writer = original(DataStreamWriter, "queryName")(writer, query_name)
         return original(DataStreamWriter, "start")(writer)
 
+    def merge(
+        self,
+        source: DataFrame,
+        condition: ExprLike,
+        clauses: list[Clause],
+        txn: tuple[str, int] | None = None,
+        target_alias: str = "target",
+    ) -> MergeResult:
+        """MERGE ``source`` into this table as one commit (delta-spark's semantics).
+        ``txn`` (application id, version) makes it exactly-once for a caller that replays
+        batches: a version already recorded for that application commits nothing."""
+        return delta_merge(
+            self.spark, self.location, source, condition, clauses, target_alias, txn_id=txn
+        )
+
     def _mirror(self) -> None:
         if self.entry is not None:
             Catalog.of(self.spark).register_in_spark(self.entry)
+
+
+def start_foreach_batch(
+    df: DataFrame,
+    function: BatchFunction,
+    checkpoint: str,
+    trigger: Mapping[str, str | bool] | None = None,
+    query_name: str | None = None,
+) -> StreamingQuery:
+    """Stream ``df`` into ``function`` (``foreachBatch``) with ``checkpoint``: for callers
+    whose batches do more than append (MERGE, several tables), each idempotent by its own
+    Delta transaction id and the batch id."""
+    writer = df.writeStream.foreachBatch(function)  # type: ignore[arg-type]
+    writer = original(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
+    if trigger:
+        writer = original(DataStreamWriter, "trigger")(writer, **trigger)
+    if query_name:
+        writer = original(DataStreamWriter, "queryName")(writer, query_name)
+    return original(DataStreamWriter, "start")(writer)
 
 
 def for_path(spark: SparkSession, path: str) -> Table:

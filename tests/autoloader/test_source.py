@@ -164,6 +164,29 @@ def test_explicit_schema_csv_with_partition_columns(spark, dirs):
     )
 
 
+@pytest.mark.parametrize("schema", [None, "id int, name string, day date"])
+def test_file_metadata_column_names_each_rows_file_with_or_without_a_schema(spark, dirs, schema):
+    for day, rows in (("2024-01-01", "1,a\n2,b\n"), ("2024-01-02", "3,c\n")):
+        os.makedirs(os.path.join(dirs["land"], f"day={day}"))
+        with open(os.path.join(dirs["land"], f"day={day}", "f.csv"), "w") as f:
+            f.write("id,name\n" + rows)
+        os.utime(f.name, (1_700_000_000, 1_700_000_000))
+    _ingest(
+        spark, dirs, fmt="csv", schema=schema, header="true", headwater__fileMetadataColumn="_meta"
+    ).awaitTermination()
+    rows = _rows(spark, dirs)
+    assert list(rows[0])[-1] == "_meta"
+    first = os.path.join(dirs["land"], "day=2024-01-01", "f.csv")
+    assert [(str(r["id"]), r["_meta"]["file_path"], r["_meta"]["file_name"]) for r in rows] == [
+        ("1", first, "f.csv"),
+        ("2", first, "f.csv"),
+        ("3", first.replace("01-01", "01-02"), "f.csv"),
+    ]
+    assert rows[0]["_meta"]["file_size"] == os.path.getsize(first)
+    modified = rows[0]["_meta"]["file_modification_time"]
+    assert modified.replace(tzinfo=modified.tzinfo or dt.timezone.utc).timestamp() == 1_700_000_000
+
+
 def test_partition_columns_are_inferred_from_paths(spark, dirs):
     _jsonl(os.path.join(dirs["land"], "region=eu", "a.json"), [{"id": 1}])
     _jsonl(os.path.join(dirs["land"], "region=us", "b.json.gz.tmp"), [])  # not .json: still listed

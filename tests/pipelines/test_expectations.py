@@ -291,6 +291,9 @@ def test_sql_constraints_on_tables_views_and_materialized_views(project):
     kept = [r for r in rows if r["id"] is not None]
     assert project.count("raw") == len(kept)
     assert project.count("raw_quarantine") == len(no_id)
+    files = project.spark.table(f"{project.database}.raw_quarantine").select("_source_file")
+    assert {r[0] for r in files.collect()} == {str(project.landing / "orders" / "1.json")}
+    assert "__hw_file_metadata" not in project.spark.table(f"{project.database}.raw").columns
     positive = len([r for r in kept if r["amount"] > 0])
     assert project.rows("total") == [(positive,)]
     q = quality(result, "total")
@@ -417,3 +420,58 @@ def test_materialized_view_quarantine_is_replaced_with_it_and_fail_keeps_it_unch
     source.write_text(source.read_text().replace("amount < 1000", "amount < 10000"))
     assert project.run().ok
     assert project.count("by_id") == 20 - no_region + 1
+
+
+def test_quarantined_rows_name_the_file_they_came_from_when_the_flow_keeps_it(project):
+    project.source(
+        "p.py",
+        """
+from pyspark import pipelines as dp
+
+LANDING = spark.conf.get("source_dir") + "/orders"
+
+
+@dp.table
+@dp.expect_or_quarantine("has_id", "id IS NOT NULL")
+def kept():  # every column of the source reaches the table: the file path does too
+    return (
+        spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
+        .schema("id bigint, amount bigint, region string").load(LANDING)
+        .withColumn("doubled", 2 * spark_col("amount"))
+    )
+
+
+@dp.table
+@dp.expect_or_quarantine("has_id", "id IS NOT NULL")
+def projected():  # a projection drops it, as it drops Spark's _metadata column
+    return (
+        spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
+        .option("cloudFiles.schemaHints", "id bigint, amount bigint").load(LANDING)
+        .select("id", "amount")
+    )
+
+
+from pyspark.sql.functions import col as spark_col
+""",
+    )
+    project.land("a.json", mixed(1, 10))
+    project.land("b.json", mixed(11, 10))
+    result = project.run()
+    assert result.ok, result.failed()
+    aside = project.spark.table(f"{project.database}.kept_quarantine")
+    found = sorted((r.id, r.amount, r._source_file) for r in aside.collect())
+    landed = project.landing / "orders"
+    assert found == sorted(
+        (None, r["amount"], str(landed / ("a.json" if i < 10 else "b.json")))
+        for i, r in enumerate(mixed(1, 20))
+        if r["id"] is None
+    )
+    assert project.spark.table(f"{project.database}.kept").columns == [
+        "id",
+        "amount",
+        "region",
+        "doubled",
+    ]
+    projected = project.spark.table(f"{project.database}.projected_quarantine")
+    assert projected.count() == 4
+    assert {r._source_file for r in projected.collect()} == {None}

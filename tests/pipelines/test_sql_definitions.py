@@ -199,16 +199,19 @@ def test_auto_cdc_reads_every_clause():
     )
     (cdc,) = parsed.auto_cdc
     assert cdc.name == "users_cdc" and cdc.target == "users" and cdc.comment == "from the feed"
-    assert (cdc.source, cdc.source_streaming) == ("feed", True)
-    assert cdc.keys == ("userId", "org id")
-    assert cdc.ignore_null_updates
-    assert cdc.apply_as_deletes == "operation = 'DELETE'"
-    assert cdc.apply_as_truncates == "operation = 'TRUNCATE'"
-    assert cdc.sequence_by == "struct(sequenceNum, ts)"
-    assert (cdc.column_list, cdc.except_column_list) == (None, ("operation", "sequenceNum"))
-    assert cdc.stored_as_scd_type == 2
-    assert cdc.track_history_column_list is None
-    assert cdc.track_history_except_column_list == ("city",)
+    assert (cdc.changes.source, cdc.source_streaming) == ("feed", True)
+    assert cdc.changes.keys == ("userId", "org id")
+    assert cdc.changes.ignore_null_updates
+    assert cdc.changes.apply_as_deletes == "operation = 'DELETE'"
+    assert cdc.changes.apply_as_truncates == "operation = 'TRUNCATE'"
+    assert cdc.changes.sequence_by == "struct(sequenceNum, ts)"
+    assert (cdc.changes.column_list, cdc.changes.except_column_list) == (
+        None,
+        ("operation", "sequenceNum"),
+    )
+    assert cdc.changes.scd_type == 2
+    assert cdc.changes.track_history_column_list is None
+    assert cdc.changes.track_history_except_column_list == ("city",)
     assert cdc.origin == Origin("pipeline.sql", 3)
 
 
@@ -220,18 +223,18 @@ def test_older_apply_changes_is_named_after_its_target_and_defaults_to_scd1():
         """
     )
     (cdc,) = parsed.auto_cdc
-    assert (cdc.name, cdc.target, cdc.source, cdc.source_streaming) == (
+    assert (cdc.name, cdc.target, cdc.changes.source, cdc.source_streaming) == (
         "users",
         "users",
         "feed",
         True,
     )
-    assert cdc.where == "region = 'eu'"
-    assert cdc.keys == ("id",) and cdc.sequence_by == "seq"
-    assert cdc.stored_as_scd_type == 1 and not cdc.ignore_null_updates
-    assert cdc.apply_as_deletes is None and cdc.apply_as_truncates is None
-    assert (cdc.column_list, cdc.except_column_list) == (("a", "b"), None)
-    assert cdc.track_history_column_list == ("a",)
+    assert cdc.changes.where == "region = 'eu'"
+    assert cdc.changes.keys == ("id",) and cdc.changes.sequence_by == "seq"
+    assert cdc.changes.scd_type == 1 and not cdc.changes.ignore_null_updates
+    assert cdc.changes.apply_as_deletes is None and cdc.changes.apply_as_truncates is None
+    assert (cdc.changes.column_list, cdc.changes.except_column_list) == (("a", "b"), None)
+    assert cdc.changes.track_history_column_list == ("a",)
 
 
 def test_auto_cdc_without_sequence_by_is_an_error():

@@ -14,15 +14,17 @@ from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructField, StructType
 
 from headwater import api
 from headwater.adapter import resolution
 from headwater.adapter.errors import carried
 from headwater.adapter.state import state_of
 from headwater.autoloader.options import CloudFilesOptions
-from headwater.autoloader.source import USER_SCHEMA_OPTION
+from headwater.autoloader.source import FILE_METADATA, USER_SCHEMA_OPTION
 from headwater.delta.options import STREAM_READ_OPTIONS, check_known
 from headwater.errors import OptionError
+from headwater.sqltypes import parse_schema
 
 Method = Callable[..., Any]
 
@@ -92,9 +94,15 @@ def stream_reader_load(original: Method) -> Method:
             if default and not any(k.lower() == "cloudfiles.schemalocation" for k in opts):
                 self.option("cloudFiles.schemaLocation", default)
                 opts["cloudFiles.schemaLocation"] = default
-            CloudFilesOptions.parse(opts, user_schema=given)  # errors name options as typed
+            column = resolver.file_metadata_column() if resolver else None
+            if column and not any(k.lower() == "headwater.filemetadatacolumn" for k in opts):
+                self.option("headwater.fileMetadataColumn", column)
+                opts["headwater.fileMetadataColumn"] = column
+            parsed = CloudFilesOptions.parse(opts, user_schema=given)  # errors name options
             if given:  # the source cannot tell a given schema from its own inference
                 self.option(USER_SCHEMA_OPTION, "true")
+                if parsed.file_metadata_column:
+                    schema = with_file_metadata(schema or state.schema, parsed.file_metadata_column)
         elif state.is_format("delta", format):
             check_known(opts, STREAM_READ_OPTIONS, "streaming from a delta table")
         try:
@@ -111,3 +119,12 @@ def stream_reader_load(original: Method) -> Method:
 def _pop_path(options: dict[str, str]) -> str | None:
     key = next((k for k in options if k.lower() == "path"), None)
     return options.pop(key) if key is not None else None
+
+
+def with_file_metadata(schema: StructType | str, column: str) -> StructType:
+    """A schema given to Auto Loader, plus its ``headwater.fileMetadataColumn``: the
+    source's rows carry that column, so Spark must expect it."""
+    struct = schema if isinstance(schema, StructType) else parse_schema(schema)
+    if column in struct.fieldNames():
+        return struct
+    return StructType([*struct.fields, StructField(column, FILE_METADATA, False)])

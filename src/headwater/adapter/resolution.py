@@ -30,6 +30,10 @@ class ReadResolver(Protocol):
         """Where an Auto Loader source given no ``cloudFiles.schemaLocation`` keeps its
         schema and file state, or None to require the option."""
 
+    def file_metadata_column(self) -> str | None:
+        """A column to add to Auto Loader's rows naming their source file (the
+        ``headwater.fileMetadataColumn`` option), or None for none."""
+
 
 _current: ContextVar[ReadResolver | None] = ContextVar("headwater_read_resolver", default=None)
 

@@ -20,15 +20,9 @@ def backlog(location: str) -> tuple[int, int] | None:
     """Files (and bytes) a stream has discovered and not yet committed, from its file state
     at ``location`` (its ``cloudFiles.schemaLocation``); None when there is no state yet.
     What ``backlog_files`` / ``backlog_bytes`` report in a pipeline's flow progress."""
-    from headwater.autoloader.state import STATE_DIR, FileState
+    from headwater.autoloader.state import outstanding_at
 
-    if not os.path.isfile(os.path.join(location, STATE_DIR, "files.sqlite")):
-        return None
-    state = FileState(location)
-    try:
-        return state.outstanding()
-    finally:
-        state.close()
+    return outstanding_at(location)
 
 
 def cloud_files_state(location: str, spark: SparkSession | None = None):

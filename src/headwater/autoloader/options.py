@@ -40,6 +40,7 @@ GENERIC_OPTIONS = {
     for name in (
         "pathGlobFilter", "recursiveFileLookup", "modifiedAfter", "modifiedBefore",
         "ignoreCorruptFiles", "ignoreMissingFiles", "rescuedDataColumn", "path",
+        "headwater.fileMetadataColumn",
     )
 }  # fmt: skip
 
@@ -88,6 +89,9 @@ class CloudFilesOptions:
     ignore_missing: bool = False
     rescue_column: str | None = None
     rescue_column_given: bool = False
+    # headwater.fileMetadataColumn: a struct column naming each row's source file, as
+    # Spark's hidden ``_metadata`` column does for file sources (a Python source has none).
+    file_metadata_column: str | None = None
 
     @property
     def location(self) -> str:
@@ -194,5 +198,6 @@ class CloudFilesOptions:
             ignore_missing=as_bool(o.get("ignoremissingfiles"), "ignoreMissingFiles"),
             rescue_column=rescue or None,
             rescue_column_given=rescue_given,
+            file_metadata_column=o.get("headwater.filemetadatacolumn") or None,
             format_options=fmt_opts,
         )

@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -26,7 +27,13 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxFiles,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import (
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from headwater import formats, storage
 from headwater.autoloader.discovery import list_source, partition_values
@@ -46,6 +53,15 @@ log = logging.getLogger(__name__)
 
 USER_SCHEMA_OPTION = "headwater.userschema"  # set by the DataStreamReader hook
 TARGET_PARTITION_BYTES = 64 * 1024 * 1024
+# The fields of Spark's ``_metadata`` column for file sources that say where a row came from.
+FILE_METADATA = StructType(
+    [
+        StructField("file_path", StringType(), False),
+        StructField("file_name", StringType(), False),
+        StructField("file_size", LongType(), False),
+        StructField("file_modification_time", TimestampType(), False),
+    ]
+)
 MAX_FILES_PER_PARTITION = 256
 
 
@@ -63,18 +79,24 @@ class ResolvedSchema:
     partitions: list[str]
     rescue: str | None
     given: StructType | None = None  # a user's schema is the output schema, as is
+    metadata: str | None = None  # headwater.fileMetadataColumn
 
     @property
     def full(self) -> StructType:
         if self.given is not None:
-            return self.given
-        fields = list(self.data.fields)
-        names = {f.name.lower() for f in fields}
-        fields += [
-            StructField(p, StringType(), True) for p in self.partitions if p.lower() not in names
-        ]
-        if self.rescue:
-            fields.append(StructField(self.rescue, StringType(), True))
+            fields = list(self.given.fields)
+        else:
+            fields = list(self.data.fields)
+            names = {f.name.lower() for f in fields}
+            fields += [
+                StructField(p, StringType(), True)
+                for p in self.partitions
+                if p.lower() not in names
+            ]
+            if self.rescue:
+                fields.append(StructField(self.rescue, StringType(), True))
+        if self.metadata and self.metadata not in {f.name for f in fields}:
+            fields.append(StructField(self.metadata, FILE_METADATA, False))
         return StructType(fields)
 
 
@@ -89,8 +111,9 @@ def resolve_schema(
             rescue = "_rescued_data"
         names = {f.name for f in user_schema}
         parts = [p for p in (opts.partition_columns or []) if p in names]
-        data = StructType([f for f in user_schema if f.name != rescue and f.name not in parts])
-        return ResolvedSchema(data, parts, rescue, given=user_schema)
+        given = StructType([f for f in user_schema if f.name != opts.file_metadata_column])
+        data = StructType([f for f in given if f.name != rescue and f.name not in parts])
+        return ResolvedSchema(data, parts, rescue, given, opts.file_metadata_column)
     latest = store.latest()
     if latest is not None:
         _, data, parts = latest
@@ -106,7 +129,7 @@ def resolve_schema(
         store.write(data, parts, "initial inference")
     # Hints apply to data columns; partition columns are strings from the paths.
     data = apply_hints(data, opts.schema_hints)
-    return ResolvedSchema(data, parts, opts.rescue_column)
+    return ResolvedSchema(data, parts, opts.rescue_column, metadata=opts.file_metadata_column)
 
 
 class CloudFilesDataSource(DataSource):
@@ -137,7 +160,9 @@ class CloudFilesDataSource(DataSource):
 
 
 class FilesPartition(InputPartition):
-    def __init__(self, files: list[tuple[str, int]]) -> None:
+    """Files (path, size, modification time in ms) read by one task."""
+
+    def __init__(self, files: list[tuple[str, int, int]]) -> None:
         super().__init__(files)
         self.files = files
 
@@ -224,7 +249,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         entries = self.state.between(self._seq(start), self._seq(end))
         parts: list[FilesPartition] = []
-        current: list[tuple[str, int]] = []
+        current: list[tuple[str, int, int]] = []
         size = 0
         for e in entries:
             if current and (
@@ -232,7 +257,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             ):
                 parts.append(FilesPartition(current))
                 current, size = [], 0
-            current.append((e.path, e.size))
+            current.append((e.path, e.size, e.modification_time))
             size += e.size
         if current:
             parts.append(FilesPartition(current))
@@ -277,8 +302,12 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         target = arrow_schema(self.resolved.full)
         detect = self.opts.evolution_mode in ("addnewcolumns", "failonnewcolumns")
         rescue = self.resolved.rescue
-        for path, _size in partition.files:
-            parts = partition_values(self.path, path) if self.resolved.partitions else {}
+        for path, size, mtime in partition.files:
+            parts: dict[str, Any] = (
+                dict(partition_values(self.path, path)) if self.resolved.partitions else {}
+            )
+            if self.resolved.metadata:
+                parts[self.resolved.metadata] = file_metadata(path, size, mtime)
             try:
                 for batch in formats.read_file(
                     path,
@@ -348,6 +377,8 @@ def _with_partitions(
     for field in target:
         if field.name in batch.schema.names:
             arrays.append(batch.column(field.name))
+        elif field.name == resolved.metadata:
+            arrays.append(pa.array([parts[field.name]] * n, field.type))
         elif field.name in resolved.partitions:
             value = parts.get(field.name)
             column = (
@@ -359,3 +390,13 @@ def _with_partitions(
         else:
             arrays.append(pa.nulls(n, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def file_metadata(path: str, size: int, mtime_ms: int) -> dict:
+    """The ``headwater.fileMetadataColumn`` value of every row of one file."""
+    return {
+        "file_path": path,
+        "file_name": path.rstrip("/").rsplit("/", 1)[-1],
+        "file_size": size,
+        "file_modification_time": mtime_ms * 1000,
+    }

@@ -132,10 +132,7 @@ class FileState:
 
     def outstanding(self) -> tuple[int, int]:
         """Files (and bytes) discovered but not yet committed by the stream."""
-        n, size = self._db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE commit_time IS NULL AND skipped=0"
-        ).fetchone()
-        return n, size
+        return _outstanding(self._db)
 
     def mark_committed(self, upto: int) -> list[FileEntry]:
         now = int(time.time() * 1000)
@@ -175,3 +172,23 @@ class FileState:
             "SELECT path, size, modification_time, discovery_time, commit_time, archive_time "
             "FROM files WHERE skipped=0 ORDER BY seq"
         ).fetchall()
+
+
+def outstanding_at(location: str) -> tuple[int, int] | None:
+    """:meth:`FileState.outstanding` of the state at ``location``, read without writing
+    (an observer must not create or migrate a running stream's state); None if absent."""
+    path = os.path.join(location, STATE_DIR, "files.sqlite")
+    if not os.path.isfile(path):
+        return None
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+    try:
+        return _outstanding(db)
+    finally:
+        db.close()
+
+
+def _outstanding(db: sqlite3.Connection) -> tuple[int, int]:
+    n, size = db.execute(
+        "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE commit_time IS NULL AND skipped=0"
+    ).fetchone()
+    return n, size

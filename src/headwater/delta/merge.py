@@ -93,19 +93,22 @@ def merge(
     clauses: list[Clause],
     target_alias: str | None,
     evolve: bool = False,
+    txn_id: tuple[str, int] | None = None,
 ) -> Result:
     """MERGE ``source`` into the table at ``path``.
 
     Clauses of each kind are tried in order; the first whose condition holds acts. A target
     row matched by several source rows is an error unless the MERGE only inserts (as in
     delta-spark, which also allows it for a lone unconditional matched delete; we do not).
+    ``txn_id`` (application id, version) makes it idempotent: a version the table has
+    recorded for that application is not applied again (nothing is committed).
     """
     snapshot = DeltaLog(path).snapshot()
     operation = Operation.merge(
         condition_text(condition) or str(condition),
         [(c.kind, c.action, condition_text(c.condition)) for c in clauses],
     )
-    txn, done = open_transaction(spark, snapshot, operation)
+    txn, done = open_transaction(spark, snapshot, operation, txn_id)
     if done:
         return Result(None, {})
     plan = _Merge(spark, snapshot, source, condition, clauses, target_alias or "target", evolve)

@@ -35,14 +35,21 @@ class Result:
 
 
 def open_transaction(
-    spark: SparkSession, snapshot: Snapshot, operation: Operation
+    spark: SparkSession,
+    snapshot: Snapshot,
+    operation: Operation,
+    txn_id: tuple[str, int] | None = None,
 ) -> tuple[Transaction, bool]:
-    """The DML's transaction, and True when it already ran: delta-spark's idempotent-write
-    confs (set both in a ``foreachBatch`` function: a stable app id, the batch id) name an
-    application version the table has recorded."""
+    """The DML's transaction, and True when it already ran: ``txn_id`` (an application id
+    and version) or delta-spark's idempotent-write confs (set both in a ``foreachBatch``
+    function: a stable app id, the batch id) name an application version the table has
+    recorded. Callers that own the batch loop pass ``txn_id``: session confs are shared by
+    every thread of the session."""
     txn = Transaction(DeltaLog(snapshot.root), snapshot, operation)
-    app_id = spark.conf.get(TXN_APP_ID, None)
-    version = spark.conf.get(TXN_VERSION, None)
+    app_id, version = txn_id or (
+        spark.conf.get(TXN_APP_ID, None),
+        spark.conf.get(TXN_VERSION, None),
+    )
     if not app_id or version is None:
         return txn, False
     done = txn.app_version(app_id)

@@ -22,6 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.decorators import (
     append_flow,
+    apply_changes,
+    create_auto_cdc_flow,
     create_sink,
     create_streaming_live_table,
     create_streaming_table,
@@ -51,6 +53,8 @@ __all__ = [
     "UpdateOptions",
     "UpdateResult",
     "append_flow",
+    "apply_changes",
+    "create_auto_cdc_flow",
     "create_sink",
     "create_streaming_live_table",
     "create_streaming_table",

@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 
 from headwater.adapter.resolution import current
 from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.auto_cdc import auto_cdc, cdc_flow
 from headwater.pipelines.elements import (
     Dataset,
     DatasetKind,
@@ -263,6 +264,81 @@ def append_flow(
         return func
 
     return decorate
+
+
+def create_auto_cdc_flow(
+    target: str,
+    source: str,
+    keys: Any,
+    sequence_by: Any,
+    where: Any = None,
+    ignore_null_updates: bool = False,
+    apply_as_deletes: Any = None,
+    apply_as_truncates: Any = None,
+    column_list: Any = None,
+    except_column_list: Any = None,
+    stored_as_scd_type: Any = 1,
+    track_history_column_list: Any = None,
+    track_history_except_column_list: Any = None,
+    flow_name: str | None = None,
+    once: bool = False,
+    *,
+    name: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+) -> None:
+    """A flow applying the change events of ``source`` (a stream) to ``target`` (a
+    streaming table) as SCD type 1 or 2, ordered by ``sequence_by`` whatever order they
+    arrive in (see :mod:`headwater.pipelines.cdc_apply`). The arguments in ``dlt``'s order."""
+    spec = auto_cdc(
+        source,
+        keys,
+        sequence_by,
+        where=where,
+        ignore_null_updates=ignore_null_updates,
+        apply_as_deletes=apply_as_deletes,
+        apply_as_truncates=apply_as_truncates,
+        column_list=column_list,
+        except_column_list=except_column_list,
+        stored_as_scd_type=stored_as_scd_type,
+        track_history_column_list=track_history_column_list,
+        track_history_except_column_list=track_history_except_column_list,
+    )
+    flow = cdc_flow(target, spec, origin_of_caller(), flow_name or name, spark_conf, once)
+    active_registry().add_flow(flow)
+
+
+def sdp_create_auto_cdc_flow(
+    target: str,
+    source: str,
+    keys: Any,
+    sequence_by: Any,
+    apply_as_deletes: Any = None,
+    column_list: Any = None,
+    except_column_list: Any = None,
+    stored_as_scd_type: Any = None,
+    name: str | None = None,
+    *,
+    track_history_column_list: Any = None,
+    track_history_except_column_list: Any = None,
+    spark_conf: Mapping[str, str] | None = None,
+) -> None:
+    """``pyspark.pipelines.create_auto_cdc_flow`` in SDP's argument order (installed
+    while sources load: SDP's own builds Spark Connect Columns, which need grpc)."""
+    spec = auto_cdc(
+        source,
+        keys,
+        sequence_by,
+        apply_as_deletes=apply_as_deletes,
+        column_list=column_list,
+        except_column_list=except_column_list,
+        stored_as_scd_type=stored_as_scd_type,
+        track_history_column_list=track_history_column_list,
+        track_history_except_column_list=track_history_except_column_list,
+    )
+    active_registry().add_flow(cdc_flow(target, spec, origin_of_caller(), name, spark_conf))
+
+
+apply_changes = create_auto_cdc_flow  # the known system's older name
 
 
 def create_sink(name: str, format: str, options: Mapping[str, str] | None = None) -> None:

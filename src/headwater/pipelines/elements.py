@@ -74,6 +74,30 @@ class Dataset:
 
 
 @dataclass(frozen=True)
+class AutoCdc:
+    """How a flow applies change events to its target (AUTO CDC / APPLY CHANGES).
+
+    Expressions are SQL text, or a Column kept beside it (``*_column``); column lists are
+    plain names. ``scd_type`` 1 keeps the newest row per key, 2 keeps its history with
+    ``__START_AT`` / ``__END_AT``."""
+
+    source: str
+    keys: tuple[str, ...]
+    sequence_by: str
+    where: str | None = None
+    ignore_null_updates: bool = False
+    apply_as_deletes: str | None = None
+    apply_as_truncates: str | None = None
+    column_list: tuple[str, ...] | None = None
+    except_column_list: tuple[str, ...] | None = None
+    scd_type: int = 1
+    track_history_column_list: tuple[str, ...] | None = None
+    track_history_except_column_list: tuple[str, ...] | None = None
+    columns: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """Columns given instead of text, by field (``sequence_by``, ``apply_as_deletes``...)."""
+
+
+@dataclass(frozen=True)
 class Flow:
     """A query that writes into ``target``. ``func`` is captured unevaluated: it runs only
     while the graph is analysed (with reads of other datasets resolved by the pipeline)
@@ -88,3 +112,4 @@ class Flow:
     once: bool = False
     implicit: bool = True
     sql: str | None = None
+    auto_cdc: AutoCdc | None = None

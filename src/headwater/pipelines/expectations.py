@@ -20,12 +20,18 @@ from typing import Any
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StructType
+from pyspark.sql.types import BooleanType, StringType, StructType
 
 from headwater.errors import ExpectationViolationError, PipelineDefinitionError
 from headwater.pipelines.elements import Dataset, Expectation
 
 FAILED_EXPECTATIONS = "_failed_expectations"  # the quarantine table's array of rule names
+SOURCE_FILE = "_source_file"  # the quarantine table's column naming a row's source file
+# Auto Loader adds this column (headwater.fileMetadataColumn) to the rows of the flows of a
+# dataset with quarantine rules; it reaches the quarantine table as ``_source_file`` when
+# the flow's query keeps it, and never the dataset.
+FILE_METADATA = "__hw_file_metadata"
+RESCUED = "_rescued_data"
 QUARANTINE_TABLE = "pipelines.quarantine.table"  # table property naming it
 _MARK = "[HW_EXPECTATION]"
 _SEP = "\x1f"
@@ -159,10 +165,10 @@ class Rules:
         counts (``rows``, ``f<i>`` per rule, ``quarantined`` and, with ``count_outcomes``,
         ``dropped``) as rows pass. Each count costs: a writer that knows how many rows it
         wrote leaves ``dropped`` out (see :meth:`Quality.add`)."""
-        columns = [F.col(f"`{c}`") for c in df.columns]
+        columns = [F.col(f"`{c}`") for c in df.columns if c != FILE_METADATA]
         flags = [F.col(f"`__hw_failed_{i}`") for i in range(len(self.expectations))]
         flagged = df.select(
-            *columns,
+            *[F.col(f"`{c}`") for c in df.columns],
             *[
                 (~F.coalesce(condition(e), F.lit(True))).alias(f"__hw_failed_{i}")
                 for i, e in enumerate(self.expectations)
@@ -201,7 +207,7 @@ class Rules:
             lambda name: name.isNotNull(),
         )
         to_quarantine = counted.filter(quarantined).select(
-            *columns, names.alias(FAILED_EXPECTATIONS)
+            *columns, names.alias(FAILED_EXPECTATIONS), source_file(df).alias(SOURCE_FILE)
         )
         return Checked(passed, to_quarantine)
 
@@ -211,7 +217,8 @@ class Rules:
         fail = [(f, e) for f, e in zip(flags, self.expectations, strict=True) if e.action == "fail"]
         rule = F.coalesce(*[F.when(f, F.lit(e.name + _SEP + e.constraint)) for f, e in fail])
         row = F.to_json(
-            F.struct(*[F.col(f"`{c}`") for c in df.columns]), {"ignoreNullFields": "false"}
+            F.struct(*[F.col(f"`{c}`") for c in df.columns if c != FILE_METADATA]),
+            {"ignoreNullFields": "false"},
         )
         return F.concat(F.lit(_MARK + self.dataset + _SEP), rule, F.lit(_SEP), row, F.lit(_SEP))
 
@@ -233,6 +240,17 @@ def violation(error: BaseException | str, flow: str) -> ExpectationViolationErro
         dataset=dataset,
         row=row,
     )
+
+
+def source_file(df: DataFrame) -> Column:
+    """Where a row came from: Auto Loader's file metadata when the flow kept it, else the
+    ``_file_path`` a rescued row carries in ``_rescued_data``, else NULL."""
+    found = []
+    if FILE_METADATA in df.columns:
+        found.append(F.col(f"{FILE_METADATA}.file_path"))
+    if RESCUED in df.columns and isinstance(df.schema[RESCUED].dataType, StringType):
+        found.append(F.get_json_object(F.col(RESCUED), "$._file_path"))
+    return F.coalesce(*found, F.lit(None).cast("string"))
 
 
 def condition(e: Expectation) -> Column:

@@ -25,6 +25,8 @@ from headwater.autoloader import backlog
 from headwater.delta.options import WriteSpec
 from headwater.delta.sink import DeltaStreamSink
 from headwater.delta.write import WriteResult
+from headwater.pipelines.auto_cdc import resolve, tombstone_seconds
+from headwater.pipelines.cdc_apply import CdcApplier
 from headwater.pipelines.elements import Dataset
 from headwater.pipelines.expectations import Quality, Rules
 from headwater.pipelines.graph import AnalysedFlow
@@ -57,10 +59,13 @@ class FlowRun:
     observed_batches: set[int] = field(default_factory=set)
     after_commit: list[Callable[[], None]] = field(default_factory=list, repr=False)
     sources: list[str] = field(default_factory=list)  # Auto Loader state of its sources
+    changes: dict[str, int] | None = None  # AUTO CDC: num_upserted_rows, num_deleted_rows
 
     @property
     def metrics(self) -> dict[str, Any]:
         found: dict[str, Any] = {"num_output_rows": self.num_output_rows}
+        if self.changes is not None:
+            found.update(self.changes)
         if self.num_input_rows is not None:
             found["num_input_rows"] = self.num_input_rows
         waiting = [b for b in map(backlog, self.sources) if b is not None]
@@ -198,6 +203,43 @@ def start_stream(
         query_name=query_name,
         on_commit=committed,
         wrap=checked if rules else None,
+    )
+
+
+def start_cdc_stream(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    layout: Layout,
+    trigger: Mapping[str, str | bool],
+    query_name: str,
+    run: FlowRun,
+    app_id: str,
+) -> StreamingQuery:
+    """Start an AUTO CDC flow: each micro-batch of ``df``'s change events is applied to
+    the target by one MERGE (:mod:`.cdc_apply`), once."""
+    spec = af.flow.auto_cdc
+    assert spec is not None
+    plan = resolve(spark, spec, df.schema, af.flow.origin)
+    target = api.table(spark, af.target)
+    state = layout.cdc_state(af.flow.name)
+    retention = tombstone_seconds(dataset.table_properties)
+    applier = CdcApplier(spark, plan, target, state, app_id, retention)
+    applier.prepare()
+    run.counts_writes = True
+    run.changes = {"num_upserted_rows": 0, "num_deleted_rows": 0}
+
+    def batch(events: DataFrame, batch_id: int) -> None:
+        result = applier.apply(events, batch_id)
+        if result.committed and run.changes is not None:
+            run.changes["num_upserted_rows"] += result.upserted
+            run.changes["num_deleted_rows"] += result.deleted
+            run.num_output_rows += result.upserted + result.deleted
+            run.batches += 1
+
+    return api.start_foreach_batch(
+        df, batch, layout.checkpoint(af.flow.name), trigger=trigger, query_name=query_name
     )
 
 

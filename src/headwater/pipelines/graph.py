@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 from headwater import storage
 from headwater.adapter.resolution import resolving
 from headwater.errors import HeadwaterError, PipelineDefinitionError
+from headwater.pipelines.auto_cdc import resolve
 from headwater.pipelines.elements import Dataset, DatasetKind, Flow
 from headwater.pipelines.reads import Names, PipelineReads
 from headwater.pipelines.registry import Registry
@@ -225,8 +226,11 @@ def analyse(
             finally:
                 reads.drop_views()
             key = names.key(flow.target)
+            schema = df.schema
+            if flow.auto_cdc is not None:
+                schema = _cdc_schema(spark, flow, df)
             result = AnalysedFlow(
-                flow, key, tuple(k for k, _ in reads.reads), df.isStreaming, df.schema
+                flow, key, tuple(k for k, _ in reads.reads), df.isStreaming, schema
             )
             _check_flow_kind(datasets, result)
             graph.flows[name] = result
@@ -235,7 +239,7 @@ def analyse(
                 datasets[key] = replace(datasets[key], kind=kind)
             if datasets[key].kind == "temporary_view":
                 analysed_views[key] = df
-            graph.schemas.setdefault(key, df.schema)
+            graph.schemas.setdefault(key, schema)
             blocked.pop(name, None)
             del pending[name]
             progress = True
@@ -243,6 +247,21 @@ def analyse(
             raise _cycle(names, pending, blocked)
     graph.flows = {n: graph.flows[n] for n in _order(graph)}
     return graph
+
+
+def _cdc_schema(spark: SparkSession, flow: Flow, df: DataFrame) -> StructType:
+    """The target's columns of an AUTO CDC flow (its arguments checked against the
+    source's columns)."""
+    assert flow.auto_cdc is not None
+    if not df.isStreaming:
+        raise PipelineDefinitionError(
+            f"[PIPELINE_AUTO_CDC_BATCH_SOURCE] AUTO CDC flow '{flow.name}' reads "
+            f"'{flow.auto_cdc.source}' as a batch; its source must be a stream (a streaming "
+            "table, or a view over spark.readStream).",
+            flow.origin.file,
+            flow.origin.line,
+        )
+    return resolve(spark, flow.auto_cdc, df.schema, flow.origin).schema
 
 
 def _keyed(names: Names, registry: Registry) -> dict[str, Dataset]:

@@ -2,6 +2,7 @@
 
     <storage>/checkpoints/<flow>/           one Structured Streaming checkpoint per flow
     <storage>/checkpoints/<flow>/autoloader/N  Auto Loader schema + file state of source N
+    <storage>/checkpoints/<flow>/cdc        an AUTO CDC flow's key state (a Delta table)
     <storage>/system/events                 the event log (a Delta table)
     <storage>/state/<name>.json             small records: once flows done, refresh epochs
 
@@ -38,6 +39,9 @@ class Layout:
 
     def source_state(self, flow: str, index: int) -> str:
         return storage.join(self.checkpoint(flow), "autoloader", str(index))
+
+    def cdc_state(self, flow: str) -> str:
+        return storage.join(self.checkpoint(flow), "cdc")
 
     @property
     def event_log(self) -> str:

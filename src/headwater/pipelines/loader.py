@@ -62,11 +62,13 @@ def apply_configuration(spark: SparkSession, configuration: Mapping[str, str]) -
 def pipeline_modules() -> Iterator[None]:
     """``dlt`` importable while sources load, and ``pyspark.pipelines`` with what the
     known system's docs show: ``append_flow(once=...)``, ``create_streaming_table(
-    expect_all=...)`` and the ``expect*`` decorators."""
+    expect_all=...)``, the ``expect*`` decorators, and a ``create_auto_cdc_flow`` that
+    needs no Spark Connect client."""
     saved_dlt = sys.modules.get("dlt")
     added: dict[str, Callable[..., Any]] = {f.__name__: f for f in decorators.EXPECT_FUNCTIONS}
     added["append_flow"] = decorators.append_flow
     added["create_streaming_table"] = decorators.create_streaming_table
+    added["create_auto_cdc_flow"] = decorators.sdp_create_auto_cdc_flow
     saved = {name: getattr(sdp, name, None) for name in added}
     sys.modules["dlt"] = decorators
     for name, func in added.items():

@@ -65,6 +65,7 @@ class PipelineReads:
     source: Source
     origin: Origin
     schema_root: Callable[[int], str | None]
+    file_column: str | None = None  # headwater.fileMetadataColumn for Auto Loader reads
     reads: list[tuple[str, bool]] = field(default_factory=list)
     views: list[str] = field(default_factory=list)
     sources_seen: int = 0
@@ -89,6 +90,9 @@ class PipelineReads:
         location = self.schema_root(self.sources_seen)
         self.sources_seen += 1
         return location
+
+    def file_metadata_column(self) -> str | None:
+        return self.file_column
 
     def sql(self, text: str) -> DataFrame | None:
         if not text.lstrip().lower().startswith(SQL_QUERY_STARTS):

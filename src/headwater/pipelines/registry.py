@@ -21,6 +21,7 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.source_code_location import SourceCodeLocation
 
 from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.auto_cdc import auto_cdc, cdc_flow
 from headwater.pipelines.elements import Dataset, DatasetKind, Expectation, Flow, Origin
 
 SqlLoader = Callable[["Registry", str, Path], None]
@@ -100,12 +101,21 @@ class Registry(GraphElementRegistry):
         )
 
     def register_auto_cdc_flow(self, flow: SdpAutoCdcFlow) -> None:
-        raise PipelineDefinitionError(
-            "[PIPELINE_AUTO_CDC_NOT_SUPPORTED] AUTO CDC flows are not supported yet "
-            f"(flow into {flow.target}).",
-            flow.source_code_location.filename,
-            flow.source_code_location.line_number,
+        """``dp.create_auto_cdc_flow``: SDP hands its arguments over as Spark Connect
+        Columns; their SQL text is what the flow keeps."""
+        spec = auto_cdc(
+            flow.source,
+            flow.keys,
+            flow.sequence_by,
+            apply_as_deletes=flow.apply_as_deletes,
+            column_list=flow.column_list or None,
+            except_column_list=flow.except_column_list or None,
+            stored_as_scd_type=flow.stored_as_scd_type or 1,
+            track_history_column_list=flow.track_history_column_list or None,
+            track_history_except_column_list=flow.track_history_except_column_list or None,
         )
+        origin = origin_of(flow.source_code_location)
+        self.add_flow(cdc_flow(flow.target, spec, origin, flow.name, dict(flow.spark_conf)))
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
         if self.sql_loader is None:

@@ -23,7 +23,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.elements import Dataset, DatasetKind, Expectation, Origin
+from headwater.pipelines.elements import AutoCdc, Dataset, DatasetKind, Expectation, Origin
 from headwater.pipelines.sql_queries import (
     PARSE_ERROR,
     STRINGS,
@@ -122,26 +122,15 @@ class SqlFlow:
 @dataclass(frozen=True)
 class SqlAutoCdc:
     """``CREATE FLOW name AS AUTO CDC INTO ...`` or ``APPLY CHANGES INTO ...`` as written:
-    expressions are SQL text, column lists plain names. Only parsed: the semantics are
-    the runner's."""
+    ``changes`` holds its arguments (expressions as SQL text, column lists plain names).
+    Only parsed: the semantics are the runner's."""
 
     name: str
     target: str
-    source: str
     source_streaming: bool
-    keys: tuple[str, ...]
-    sequence_by: str
     origin: Origin
     text: str
-    where: str | None = None
-    ignore_null_updates: bool = False
-    apply_as_deletes: str | None = None
-    apply_as_truncates: str | None = None
-    column_list: tuple[str, ...] | None = None
-    except_column_list: tuple[str, ...] | None = None
-    stored_as_scd_type: int = 1
-    track_history_column_list: tuple[str, ...] | None = None
-    track_history_except_column_list: tuple[str, ...] | None = None
+    changes: AutoCdc
     comment: str | None = None
 
 
@@ -494,12 +483,11 @@ def parse_auto_cdc(
     return SqlAutoCdc(
         name=name or target.text,
         target=target.text,
-        source=source.text,
         source_streaming=streaming,
         origin=origin,
         text=text,
+        changes=AutoCdc(source=source.text, **args),
         comment=comment,
-        **args,
     )
 
 
@@ -510,7 +498,7 @@ CDC_FIELDS: dict[str, str | tuple[str, str]] = {
     "APPLY AS TRUNCATE WHEN": "apply_as_truncates",
     "SEQUENCE BY": "sequence_by",
     "COLUMNS": ("column_list", "except_column_list"),
-    "STORED AS SCD TYPE": "stored_as_scd_type",
+    "STORED AS SCD TYPE": "scd_type",
     "TRACK HISTORY ON": ("track_history_column_list", "track_history_except_column_list"),
 }
 

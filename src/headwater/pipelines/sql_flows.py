@@ -10,6 +10,7 @@ answers, then Spark runs the rewritten text.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from headwater.adapter.resolution import current
 from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.auto_cdc import cdc_flow
 from headwater.pipelines.elements import Flow, Origin
 from headwater.pipelines.loader import apply_configuration
 from headwater.pipelines.reads import PipelineReads
@@ -73,10 +75,7 @@ def sql_loader(spark: SparkSession, spec: PipelineSpec) -> SqlLoader:
                 )
             )
         for cdc in parsed.auto_cdc:
-            raise PipelineDefinitionError(
-                "[PIPELINE_AUTO_CDC_NOT_SUPPORTED] AUTO CDC flows are not supported yet.",
-                cdc.origin.file,
-                cdc.origin.line,
-            )
+            applied = cdc_flow(cdc.target, cdc.changes, cdc.origin, cdc.name)
+            registry.add_flow(replace(applied, sql=cdc.text))
 
     return load_sql

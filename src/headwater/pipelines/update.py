@@ -29,7 +29,7 @@ from headwater.errors import ExpectationViolationError, PipelineDefinitionError
 from headwater.pipelines import flows as flow_runs
 from headwater.pipelines.continuous import run_continuous
 from headwater.pipelines.event_log import Event, EventLog, Listener
-from headwater.pipelines.expectations import Rules, quarantine_name, violation
+from headwater.pipelines.expectations import FILE_METADATA, Rules, quarantine_name, violation
 from headwater.pipelines.flows import FlowRun
 from headwater.pipelines.graph import AnalysedFlow, Graph, analyse, evaluate
 from headwater.pipelines.layout import Layout
@@ -426,7 +426,7 @@ class Update:
         flow, dataset = af.flow, graph.datasets[af.target]
         rules = Rules(af.target, dataset.expectations)
         aside = quarantine_name(dataset, af.target) if rules.quarantines else None
-        reads = self._reads(graph, af, run)
+        reads = self._reads(graph, af, run, rules.quarantines)
         run.after_commit.clear()
         try:
             df = evaluate(flow, reads)
@@ -435,6 +435,20 @@ class Update:
             ]
             run.status = "RUNNING"
             self.log.flow_progress(flow.name, af.target, "RUNNING")
+            if flow.auto_cdc is not None:
+                run.query = flow_runs.start_cdc_stream(
+                    self.spark,
+                    af,
+                    dataset,
+                    df,
+                    self.layout,
+                    {"availableNow": True} if flow.once else trigger,
+                    f"{self.spec.name}.{flow.name}",
+                    run,
+                    f"headwater-cdc:{self.log.pipeline_id}:{once_key}",
+                )
+                flow_runs.await_stream(run.query, run, self.stop, self._batch_done)
+                return
             if df.isStreaming:
                 query = flow_runs.start_stream(
                     self.spark,
@@ -473,7 +487,9 @@ class Update:
     def _batch_done(self, run: FlowRun) -> None:
         self.log.flow_progress(run.name, run.target, "RUNNING", run.metrics, run.data_quality)
 
-    def _reads(self, graph: Graph, af: AnalysedFlow, run: FlowRun) -> PipelineReads:
+    def _reads(
+        self, graph: Graph, af: AnalysedFlow, run: FlowRun, quarantines: bool = False
+    ) -> PipelineReads:
         def source(reads: PipelineReads, key: str, streaming: bool) -> DataFrame:
             dataset = graph.datasets[key]
             if dataset.kind == "temporary_view":
@@ -491,4 +507,5 @@ class Update:
             source,
             af.flow.origin,
             lambda i: self.layout.source_state(af.flow.name, i),
+            file_column=FILE_METADATA if quarantines else None,
         )

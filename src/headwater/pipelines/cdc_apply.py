@@ -1,0 +1,429 @@
+"""AUTO CDC execution: each micro-batch of change events becomes one MERGE into the target.
+
+Events apply per key in ``sequence_by`` order, whatever order they arrive in, because
+what a batch writes is computed from everything known about its keys, not from the batch
+alone:
+
+* **SCD type 1** keeps, beside the target, a state table of each key's last applied
+  sequence value and whether it was deleted (a tombstone, kept for
+  ``pipelines.cdc.tombstoneGCThresholdInSeconds``). A batch's events older than that are
+  ignored; per key the newest remaining event wins (with ``ignore_null_updates``, each
+  column takes its newest non-null value since the last delete).
+* **SCD type 2** rebuilds the whole history of each key the batch touches: the versions
+  in the target (an upsert at each ``__START_AT``), the deletes in the state table, and
+  the batch's events, ordered by sequence. A change to a tracked column opens a version,
+  identical repeats and untracked changes do not (untracked columns take the newest
+  value), a delete closes the open version. Only the versions that differ from the
+  target's are written: a late event splits or prepends history without touching the
+  rest.
+
+The target's MERGE commits first, then the state's, both under the flow's Delta
+transaction id with the batch id as version: after a crash between them, Spark replays the
+batch, the target's MERGE is skipped (already recorded), and the state catches up, so no
+batch is ever applied twice or lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, StructField, StructType, TimestampType
+
+from headwater import api
+from headwater.pipelines.auto_cdc import END_AT, START_AT, CdcPlan, expression
+
+SEQ = "__hw_seq"
+OP = "__hw_op"
+UPSERT, DELETE = 0, 1
+STATE_SEQ = "__sequence"
+STATE_DELETED = "__deleted"
+STATE_AT = "__deleted_at"
+NULL_SEQUENCE = (
+    "[PIPELINE_AUTO_CDC_NULL_SEQUENCE] AUTO CDC from '{source}': an event has a NULL "
+    "sequence_by value ({sequence}), so it cannot be ordered. Filter such events out "
+    "(where=...), or give sequence_by a value for every event."
+)
+NULL_KEY = (
+    "[PIPELINE_AUTO_CDC_NULL_KEY] AUTO CDC from '{source}': an event has a NULL key ({keys})."
+)
+
+
+@dataclass
+class CdcResult:
+    """What one batch did to the target."""
+
+    upserted: int = 0
+    deleted: int = 0
+    committed: bool = True  # False: the batch was already applied
+
+
+class CdcApplier:
+    """Applies the batches of one AUTO CDC flow to ``target``; ``state`` is the path of
+    its state table; ``app_id`` names the flow's transactions."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        plan: CdcPlan,
+        target: api.Table,
+        state: str,
+        app_id: str,
+        tombstone_seconds: int,
+    ) -> None:
+        self.spark = spark
+        self.plan = plan
+        self.target = target
+        self.state = api.for_path(spark, state)
+        self.app_id = app_id
+        self.tombstone_seconds = tombstone_seconds
+
+    # -- state --------------------------------------------------------------------------------
+
+    def state_schema(self) -> StructType:
+        fields = [self.plan.schema[k] for k in self.plan.keys]
+        return StructType(
+            [
+                *fields,
+                StructField(STATE_SEQ, self.plan.sequence_type, True),
+                StructField(STATE_DELETED, BooleanType(), True),
+                StructField(STATE_AT, TimestampType(), True),
+            ]
+        )
+
+    def prepare(self) -> None:
+        """Create the state table; forget tombstones older than the retention (SCD1)."""
+        if not self.state.exists():
+            empty = self.spark.createDataFrame([], self.state_schema())
+            self.state.write(empty, api.WriteSpec(mode="append"))
+        elif not self.plan.scd2:
+            self.state.delta_table().delete(
+                F.col(STATE_DELETED)
+                & (
+                    F.col(STATE_AT)
+                    < F.current_timestamp() - F.expr(f"INTERVAL {self.tombstone_seconds} SECONDS")
+                )
+            )
+
+    # -- one batch ----------------------------------------------------------------------------
+
+    def events(self, batch: DataFrame) -> DataFrame:
+        """The batch as events: the target's columns, ``SEQ`` and ``OP``. Truncates become
+        deletes of every live key older than them (SCD1)."""
+        spec, plan = self.plan.spec, self.plan
+        seq = expression(spec, "sequence_by")
+        assert seq is not None
+        where = expression(spec, "where")
+        if where is not None:
+            batch = batch.filter(where)
+        deletes = expression(spec, "apply_as_deletes")
+        truncates = expression(spec, "apply_as_truncates")
+        keys_text = ", ".join(plan.keys)
+        checked_seq = F.when(
+            seq.isNull(),
+            F.raise_error(
+                F.lit(NULL_SEQUENCE.format(source=spec.source, sequence=spec.sequence_by))
+            ),
+        ).otherwise(seq)
+        any_null_key = reduce(lambda a, b: a | b, [F.col(f"`{k}`").isNull() for k in plan.keys])
+        op = F.lit(UPSERT)
+        if deletes is not None:
+            op = F.when(F.coalesce(deletes, F.lit(False)), F.lit(DELETE)).otherwise(op)
+        truncate = F.coalesce(truncates, F.lit(False)) if truncates is not None else F.lit(False)
+        events = batch.select(
+            *[F.col(f"`{c}`") for c in plan.columns],
+            checked_seq.alias(SEQ),
+            op.alias(OP),
+            truncate.alias("__hw_truncate"),
+        )
+        events = events.filter(
+            F.col("__hw_truncate")
+            | F.when(
+                any_null_key,
+                F.raise_error(F.lit(NULL_KEY.format(source=spec.source, keys=keys_text))),
+            ).otherwise(F.lit(True))
+        )
+        if truncates is None:
+            return events.drop("__hw_truncate")
+        return self._truncates_as_deletes(events)
+
+    def _truncates_as_deletes(self, events: DataFrame) -> DataFrame:
+        last = events.filter("__hw_truncate").agg(F.max(SEQ)).first()
+        rows = events.filter(~F.col("__hw_truncate")).drop("__hw_truncate")
+        if last is None or last[0] is None:
+            return rows
+        live = self.state.read().filter(~F.col(STATE_DELETED))
+        live = live.filter(F.col(STATE_SEQ) < F.lit(last[0]))
+        synthetic = live.select(
+            *[
+                F.col(f"`{c}`")
+                if c in self.plan.keys
+                else F.lit(None).cast(self.plan.schema[c].dataType).alias(c)
+                for c in self.plan.columns
+            ],
+            F.lit(last[0]).alias(SEQ),
+            F.lit(DELETE).alias(OP),
+        )
+        return rows.filter(F.col(SEQ) > F.lit(last[0])).unionByName(synthetic)
+
+    def apply(self, batch: DataFrame, batch_id: int) -> CdcResult:
+        events = self.events(batch).persist()
+        try:
+            if self.plan.scd2:
+                return self._apply_scd2(events, batch_id)
+            return self._apply_scd1(events, batch_id)
+        finally:
+            events.unpersist()
+
+    def _keys_equal(self, left: str, right: str) -> str:
+        return " AND ".join(f"{left}.`{k}` = {right}.`{k}`" for k in self.plan.keys)
+
+    def _commit(
+        self,
+        changes: DataFrame,
+        batch_id: int,
+        on: str,
+        clauses: list[api.Clause],
+        state_rows: DataFrame,
+        state_clauses: list[api.Clause],
+        state_on: str,
+    ) -> CdcResult:
+        """MERGE ``changes`` into the target, then ``state_rows`` into the state, each at
+        most once per batch (the flow's transaction id, the batch id as version)."""
+        txn = (self.app_id, batch_id)
+        merged = self.target.merge(changes.alias("s"), on, clauses, txn, "t")
+        self.state.merge(state_rows.alias("s"), state_on, state_clauses, txn, "t")
+        m = merged.metrics
+        return CdcResult(
+            upserted=m.get("numTargetRowsInserted", 0) + m.get("numTargetRowsUpdated", 0),
+            deleted=m.get("numTargetRowsDeleted", 0),
+            committed=merged.version is not None,
+        )
+
+    # -- SCD type 1 ---------------------------------------------------------------------------
+
+    def _apply_scd1(self, events: DataFrame, batch_id: int) -> CdcResult:
+        plan = self.plan
+        keys = list(plan.keys)
+        state = self.state.read().select(
+            *keys, F.col(STATE_SEQ).alias("__hw_prev"), F.col(STATE_DELETED).alias("__hw_gone")
+        )
+        newer = events.join(state, keys, "left").filter(
+            F.col("__hw_prev").isNull() | (F.col(SEQ) > F.col("__hw_prev"))
+        )
+        by_key = Window.partitionBy(*keys)
+        newer = newer.withColumn(
+            "__hw_last_delete", F.max(F.when(F.col(OP) == DELETE, F.col(SEQ))).over(by_key)
+        )
+        data = [c for c in plan.columns if c not in keys]
+        since_delete = F.col("__hw_last_delete").isNull() | (F.col(SEQ) > F.col("__hw_last_delete"))
+        values = []
+        for c in data:
+            if plan.spec.ignore_null_updates:
+                usable = (F.col(OP) == UPSERT) & F.col(f"`{c}`").isNotNull() & since_delete
+                values.append(F.max_by(F.col(f"`{c}`"), F.when(usable, F.col(SEQ))).alias(c))
+            else:
+                values.append(F.max_by(F.col(f"`{c}`"), F.col(SEQ)).alias(c))
+        changes = (
+            newer.groupBy(*keys)
+            .agg(
+                *values,
+                F.max(SEQ).alias(SEQ),
+                F.max_by(F.col(OP), F.col(SEQ)).alias(OP),
+                # after a delete (in this batch or before), a null column is null, not "unchanged"
+                (
+                    F.max("__hw_last_delete").isNotNull()
+                    | F.coalesce(F.max(F.col("__hw_gone").cast("int")) == 1, F.lit(False))
+                ).alias("__hw_reset"),
+            )
+            .persist()
+        )
+        try:
+            clauses = [
+                api.Clause("matched", "delete", f"s.{OP} = {DELETE}"),
+                api.Clause(
+                    "matched",
+                    "update",
+                    f"s.{OP} = {UPSERT}",
+                    {f"`{c}`": self._updated(c) for c in data},
+                ),
+                api.Clause(
+                    "not_matched",
+                    "insert",
+                    f"s.{OP} = {UPSERT}",
+                    {f"`{c}`": F.col(f"s.`{c}`") for c in plan.columns},
+                ),
+            ]
+
+            state = changes.select(
+                *keys,
+                F.col(SEQ).alias(STATE_SEQ),
+                (F.col(OP) == DELETE).alias(STATE_DELETED),
+                F.when(F.col(OP) == DELETE, F.current_timestamp())
+                .cast("timestamp")
+                .alias(STATE_AT),
+            )
+            on = self._keys_equal("t", "s")
+            upsert = [api.Clause("matched", "update"), api.Clause("not_matched", "insert")]
+            return self._commit(changes, batch_id, on, clauses, state, upsert, on)
+        finally:
+            changes.unpersist()
+
+    def _updated(self, column: str) -> Column:
+        if not self.plan.spec.ignore_null_updates:
+            return F.col(f"s.`{column}`")
+        return F.when(F.col("s.__hw_reset"), F.col(f"s.`{column}`")).otherwise(
+            F.coalesce(F.col(f"s.`{column}`"), F.col(f"t.`{column}`"))
+        )
+
+    # -- SCD type 2 ---------------------------------------------------------------------------
+
+    def _apply_scd2(self, events: DataFrame, batch_id: int) -> CdcResult:
+        plan = self.plan
+        keys = list(plan.keys)
+        touched = events.select(*keys).distinct()
+        old = self.target.read().join(touched, keys, "left_semi").persist()
+        try:
+            history = old.select(
+                *[F.col(f"`{c}`") for c in plan.columns],
+                F.col(START_AT).alias(SEQ),
+                F.lit(UPSERT).alias(OP),
+                F.lit(0).alias("__hw_prior"),
+            )
+            gone = self.state.read().filter(F.col(STATE_DELETED)).join(touched, keys, "left_semi")
+            deletes = gone.select(
+                *[
+                    F.col(f"`{c}`")
+                    if c in keys
+                    else F.lit(None).cast(plan.schema[c].dataType).alias(c)
+                    for c in plan.columns
+                ],
+                F.col(STATE_SEQ).alias(SEQ),
+                F.lit(DELETE).alias(OP),
+                F.lit(0).alias("__hw_prior"),
+            )
+            arrived = events.withColumn("__hw_prior", F.lit(1))
+            versions = self._versions(history.unionByName(deletes).unionByName(arrived))
+            diff = self._diff(old, versions).persist()
+            try:
+                found = events.filter(F.col(OP) == DELETE).select(*keys, SEQ).distinct()
+                state = found.select(
+                    *keys,
+                    F.col(SEQ).alias(STATE_SEQ),
+                    F.lit(True).alias(STATE_DELETED),
+                    F.current_timestamp().cast("timestamp").alias(STATE_AT),
+                )
+                state_on = self._keys_equal("t", "s") + f" AND t.{STATE_SEQ} = s.{STATE_SEQ}"
+                on = self._keys_equal("t", "s") + f" AND t.`{START_AT}` = s.`{START_AT}`"
+                every = [f"`{c}`" for c in [*plan.columns, START_AT, END_AT]]
+                clauses = [
+                    api.Clause("matched", "delete", "s.__hw_change = 'delete'"),
+                    api.Clause(
+                        "matched",
+                        "update",
+                        "s.__hw_change = 'update'",
+                        {c: F.col(f"s.{c}") for c in every},
+                    ),
+                    api.Clause(
+                        "not_matched",
+                        "insert",
+                        "s.__hw_change = 'insert'",
+                        {c: F.col(f"s.{c}") for c in every},
+                    ),
+                ]
+                insert = [api.Clause("not_matched", "insert")]
+                return self._commit(diff, batch_id, on, clauses, state, insert, state_on)
+            finally:
+                diff.unpersist()
+        finally:
+            old.unpersist()
+
+    def _versions(self, events: DataFrame) -> DataFrame:
+        """Every version of each key, from its events in sequence order."""
+        plan = self.plan
+        keys = list(plan.keys)
+        # one event per key, sequence value and kind: a known version over an arrival
+        one = Window.partitionBy(*keys, SEQ, OP).orderBy("__hw_prior")
+        events = events.withColumn("__hw_n", F.row_number().over(one)).filter("__hw_n = 1")
+        order = Window.partitionBy(*keys).orderBy(SEQ, OP)
+        upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        if plan.spec.ignore_null_updates:  # a null takes the value before it, since a delete
+            events = events.withColumn(
+                "__hw_era", F.sum((F.col(OP) == DELETE).cast("int")).over(upto)
+            )
+            era = (
+                Window.partitionBy(*keys, "__hw_era")
+                .orderBy(SEQ, OP)
+                .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+            )
+            data = [c for c in plan.columns if c not in keys]
+            events = events.select(
+                *[
+                    F.last(F.col(f"`{c}`"), ignorenulls=True).over(era).alias(c)
+                    if c in data
+                    else F.col(f"`{c}`")
+                    for c in plan.columns
+                ],
+                SEQ,
+                OP,
+            )
+        tracked = F.struct(*[F.col(f"`{c}`") for c in plan.tracked]) if plan.tracked else F.lit(1)
+        events = events.withColumn("__hw_tracked", tracked)
+        opens = (F.col(OP) == UPSERT) & (
+            F.lag(OP).over(order).isNull()
+            | (F.lag(OP).over(order) == DELETE)
+            | ~F.lag("__hw_tracked").over(order).eqNullSafe(F.col("__hw_tracked"))
+        )
+        events = events.withColumn("__hw_version", F.sum(opens.cast("int")).over(upto))
+        events = events.filter("__hw_version > 0")  # deletes before any version: no row
+        untracked = [c for c in plan.columns if c not in keys and c not in plan.tracked]
+        upsert_seq = F.when(F.col(OP) == UPSERT, F.col(SEQ))
+        versions = events.groupBy(*keys, "__hw_version").agg(
+            *[F.min_by(F.col(f"`{c}`"), upsert_seq).alias(c) for c in plan.tracked],
+            *[F.max_by(F.col(f"`{c}`"), upsert_seq).alias(c) for c in untracked],
+            F.min(upsert_seq).alias(START_AT),
+            F.min(F.when(F.col(OP) == DELETE, F.col(SEQ))).alias("__hw_closed"),
+        )
+        by_start = Window.partitionBy(*keys).orderBy(START_AT)
+        return versions.select(
+            *[F.col(f"`{c}`") for c in plan.columns],
+            F.col(START_AT),
+            F.coalesce(F.col("__hw_closed"), F.lead(START_AT).over(by_start)).alias(END_AT),
+        )
+
+    def _diff(self, old: DataFrame, new: DataFrame) -> DataFrame:
+        """The rows to write: versions that are new, changed, or no longer there."""
+        plan = self.plan
+        on = [*plan.keys, START_AT]
+        rest = [c for c in [*plan.columns, END_AT] if c not in plan.keys]
+        o = old.select(
+            *[F.col(f"`{c}`").alias(f"o_{c}") for c in [*on, *rest]], F.lit(True).alias("o_")
+        )
+        n = new.select(*[F.col(f"`{c}`") for c in [*on, *rest]], F.lit(True).alias("n_"))
+        joined = n.join(
+            o,
+            reduce(lambda a, b: a & b, [n[f"`{c}`"].eqNullSafe(o[f"`o_{c}`"]) for c in on]),
+            "full",
+        )
+        same = reduce(
+            lambda a, b: a & b,
+            [F.col(f"`{c}`").eqNullSafe(F.col(f"`o_{c}`")) for c in rest],
+            F.lit(True),
+        )
+        change = (
+            F.when(F.col("o_").isNull(), F.lit("insert"))
+            .when(F.col("n_").isNull(), F.lit("delete"))
+            .when(~same, F.lit("update"))
+        )
+        every = [*on, *rest]
+        return joined.select(
+            *[
+                F.coalesce(F.col(f"`{c}`"), F.col(f"`o_{c}`")).alias(c)
+                if c in on
+                else F.col(f"`{c}`")
+                for c in every
+            ],
+            change.alias("__hw_change"),
+        ).filter(F.col("__hw_change").isNotNull())
