@@ -254,14 +254,48 @@ STORED AS SCD TYPE {scd};
 }
 
 
+SQL_FORMS["track_history"] = """
+CREATE OR REFRESH STREAMING TABLE target;
+CREATE FLOW users_cdc AS AUTO CDC INTO target FROM STREAM(users) KEYS (userId)
+APPLY AS DELETE WHEN operation = "DELETE" SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation, sequenceNum) STORED AS SCD TYPE {scd}
+TRACK HISTORY ON * EXCEPT (city);
+"""
+SQL_FORMS["scd1_columns_nulls_truncate"] = """
+CREATE OR REFRESH STREAMING TABLE target;
+APPLY CHANGES INTO LIVE.target FROM STREAM(LIVE.users) WHERE userId <> 126 OR userId IS NULL
+KEYS (userId) IGNORE NULL UPDATES
+APPLY AS DELETE WHEN operation = "DELETE" APPLY AS TRUNCATE WHEN operation = "TRUNCATE"
+SEQUENCE BY sequenceNum COLUMNS userId, city;
+"""
+SQL_EXPECTED = {
+    "auto_cdc": SCD2,
+    "apply_changes": SCD2,
+    "track_history": SCD2_CITY_UNTRACKED,
+    # 126 filtered out; a null city keeps the old one; the truncate at 3 empties the
+    # table, then the events after it apply (123's delete at 6 wins over 5)
+    "scd1_columns_nulls_truncate": [(124, "Oaxaca"), (125, "Guadalajara")],
+}
+
+
 @pytest.mark.parametrize("form", sorted(SQL_FORMS))
 def test_sql_forms(project, form):
     project.source("users.py", USERS)
     project.source("cdc.sql", SQL_FORMS[form].format(scd=2))
-    project.land("1.json", EXAMPLE, folder="users")
+    events = EXAMPLE
+    if form == "scd1_columns_nulls_truncate":
+        null_city = {"userId": 124, "name": "Raul", "city": None, "operation": "UPDATE"}
+        truncate = {"userId": None, "name": None, "city": None, "operation": "TRUNCATE"}
+        events = [
+            *EXAMPLE,
+            {**truncate, "sequenceNum": 3},
+            {**EXAMPLE[0], "sequenceNum": 4},
+            {**null_city, "sequenceNum": 7},
+        ]
+    project.land("1.json", events, folder="users")
     result = project.run()
     assert result.ok, result.failed()
-    assert target(project) == ordered(SCD2)
+    assert target(project) == ordered(SQL_EXPECTED[form])
 
 
 def test_sdp_create_auto_cdc_flow(project):
@@ -421,3 +455,189 @@ def test_auto_cdc_killed_repeatedly_then_rerun_equals_an_uninterrupted_run(tmp_p
     events = [e for f in files for e in f]
     assert ordered([tuple(r) for r in got["scd1"]]) == ordered(expected_scd1(events))
     assert ordered([tuple(r) for r in got["scd2"]]) == expected_scd2(events)
+
+
+SNAPSHOT_TABLE = """
+import dlt
+
+
+@dlt.table
+def snapshot_source():  # a materialized view: the latest full snapshot, read whole
+    return spark.read.schema("id bigint, name string").json(
+        spark.conf.get("source_dir") + "/snapshot"
+    )
+
+
+dlt.create_streaming_table("target")
+dlt.{call}(target="target", source="snapshot_source", keys=["id"], stored_as_scd_type={scd})
+"""
+
+
+@pytest.mark.parametrize("scd", [1, 2])
+def test_snapshots_from_a_table_become_changes(project, scd):
+    call = "create_auto_cdc_from_snapshot_flow" if scd == 1 else "apply_changes_from_snapshot"
+    project.source("p.py", SNAPSHOT_TABLE.format(call=call, scd=scd))
+    snapshot = project.landing / "snapshot"
+    project.land(
+        "s.json",
+        [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}],
+        folder="snapshot",
+    )
+    assert project.run().ok
+    (snapshot / "s.json").unlink()
+    project.land(
+        "s.json",
+        [{"id": 1, "name": "a"}, {"id": 2, "name": "B"}, {"id": 4, "name": "d"}],
+        folder="snapshot",
+    )
+    result = project.run()
+    assert result.ok, result.failed()
+    if scd == 1:
+        assert target(project) == [(1, "a"), (2, "B"), (4, "d")]
+    else:  # key 3 is absent from the second snapshot: deleted at its version
+        assert target(project) == ordered(
+            [
+                (1, "a", 1, None),
+                (2, "b", 1, 2),
+                (2, "B", 2, None),
+                (3, "c", 1, 2),
+                (4, "d", 2, None),
+            ]
+        )
+    assert progress(result)["num_deleted_rows"] == (1 if scd == 1 else 0)
+    assert project.run().ok  # the same snapshot again changes nothing
+    assert len(target(project)) == (3 if scd == 1 else 5)
+
+
+SNAPSHOT_FUNCTION = """
+import dlt
+
+SNAPSHOTS = {
+    1: [(1, "a", "x"), (2, "b", "x")],
+    2: [(1, "a", "y"), (2, "c", "x"), (3, "d", "x")],
+    3: [(2, "c", "x"), (3, "d", "z")],
+}
+
+
+def next_snapshot_and_version(latest):
+    version = 1 if latest is None else latest + 1
+    if version not in SNAPSHOTS:
+        return None
+    return spark.createDataFrame(SNAPSHOTS[version], "id long, name string, note string"), version
+
+
+dlt.create_streaming_table("target")
+dlt.create_auto_cdc_from_snapshot_flow(
+    target="target", source=next_snapshot_and_version, keys=["id"], stored_as_scd_type=2,
+    track_history_except_column_list=["note"],
+)
+"""
+
+
+def test_snapshots_from_a_function_apply_in_version_order_once(project):
+    project.source("p.py", SNAPSHOT_FUNCTION)
+    result = project.run()
+    assert result.ok, result.failed()
+    assert target(project) == ordered(
+        [
+            (1, "a", "y", 1, 3),  # a note-only change updates in place; gone from snapshot 3
+            (2, "b", "x", 1, 2),
+            (2, "c", "x", 2, None),
+            (3, "d", "z", 2, None),
+        ]
+    )
+    assert project.run().ok  # no newer snapshot: nothing changes
+    assert len(target(project)) == 4
+
+
+def test_downstream_reads_the_target_in_batch_and_as_a_stream_skipping_change_commits(project):
+    project.source(
+        "p.py",
+        cdc(1)
+        + """
+@dlt.table
+def per_city():  # a materialized view over the target
+    return spark.read.table("target").groupBy("city").count()
+
+
+@dlt.table
+def inserted():  # a stream of the target's appends; MERGE commits are skipped
+    return spark.readStream.option("skipChangeCommits", "true").table("target")
+""",
+    )
+    project.land("1.json", EXAMPLE[:4], folder="users")
+    assert project.run().ok
+    project.land("2.json", EXAMPLE[4:], folder="users")
+    result = project.run()
+    assert result.ok, result.failed()
+    assert sorted(project.rows("per_city")) == [("Cancun", 1), ("Guadalajara", 1), ("Oaxaca", 1)]
+    # the first batch into the empty target only inserted (read); the second rewrote rows
+    # (a change commit, skipped)
+    assert sorted(r[0] for r in project.rows("inserted")) == [123, 124, 125, 126]
+
+
+def test_full_refresh_rebuilds_the_target_from_the_source(project):
+    project.source("p.py", cdc(2))
+    project.land("1.json", EXAMPLE, folder="users")
+    assert project.run().ok
+    result = project.run(full_refresh=["target"])
+    assert result.ok, result.failed()
+    assert target(project) == ordered(SCD2)
+
+
+def test_sequence_by_a_struct_orders_by_its_fields(project):
+    project.source(
+        "p.py",
+        USERS
+        + """
+from pyspark.sql.functions import struct
+
+dlt.create_streaming_table("target")
+dlt.create_auto_cdc_flow(
+    target="target", source="users", keys=["userId"],
+    sequence_by=struct("sequenceNum", "city"), except_column_list=["operation"],
+    stored_as_scd_type=1,
+)
+""",
+    )
+    rows = [
+        {"userId": 1, "name": "a", "city": "b", "operation": "U", "sequenceNum": 1},
+        {"userId": 1, "name": "b", "city": "c", "operation": "U", "sequenceNum": 1},  # wins
+        {"userId": 1, "name": "c", "city": "a", "operation": "U", "sequenceNum": 1},
+    ]
+    project.land("1.json", rows, folder="users")
+    assert project.run().ok
+    assert target(project) == [(1, "b", "c", 1)]
+
+
+def test_null_key_is_a_named_error(project):
+    project.source("p.py", cdc(1))
+    project.land("1.json", [{**EXAMPLE[0], "userId": None}], folder="users")
+    result = project.run()
+    assert not result.ok
+    assert "PIPELINE_AUTO_CDC_NULL_KEY" in str(result.failed()[0].error)
+
+
+def test_scd1_keeping_the_sequence_column_gives_the_same_rows_in_any_order(project):
+    """With ``sequenceNum`` in the target, its rows say how new each key is (the state
+    keeps tombstones only): late events, deletes and re-inserts still apply in order."""
+    project.source("p.py", cdc(1).replace('["operation", "sequenceNum"]', '["operation"]'))
+    late = {"userId": 123, "name": "Isabel", "city": "Puebla", "operation": "UPDATE"}
+    batches = [
+        list(reversed(EXAMPLE))[:3],
+        list(reversed(EXAMPLE))[3:],
+        [{**late, "sequenceNum": 4}, {**EXAMPLE[2], "sequenceNum": 3}],  # both too old
+        [{**late, "sequenceNum": 7}],  # newer than 123's delete: back
+    ]
+    for i, rows in enumerate(batches):
+        project.land(f"{i}.json", rows, folder="users")
+        result = project.run()
+        assert result.ok, result.failed()
+    assert target(project) == ordered(
+        [
+            (123, "Isabel", "Puebla", 7),
+            (124, "Raul", "Oaxaca", 1),
+            (125, "Mercedes", "Guadalajara", 6),
+            (126, "Lily", "Cancun", 2),
+        ]
+    )

@@ -51,7 +51,7 @@ def reader_load(original: Method) -> Method:
 def reader_table(original: Method) -> Method:
     def table(self, tableName):
         resolver = resolution.current()
-        resolved = resolver.table(tableName, streaming=False) if resolver else None
+        resolved = resolver.table(tableName, False, state_of(self).merged()) if resolver else None
         if resolved is not None:
             return resolved
         found = api.find(self._spark, tableName)
@@ -72,7 +72,7 @@ def session_table(original: Method) -> Method:
 def stream_reader_table(original: Method) -> Method:
     def table(self, tableName):
         resolver = resolution.current()
-        resolved = resolver.table(tableName, streaming=True) if resolver else None
+        resolved = resolver.table(tableName, True, state_of(self).merged()) if resolver else None
         if resolved is not None:
             return resolved
         found = api.find(self._spark, tableName)

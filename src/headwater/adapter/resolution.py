@@ -11,7 +11,7 @@ The resolver is held in a context variable, so each thread (each flow) has its o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Protocol
@@ -20,8 +20,11 @@ from pyspark.sql import DataFrame
 
 
 class ReadResolver(Protocol):
-    def table(self, name: str, streaming: bool) -> DataFrame | None:
-        """The rows of ``name``, or None to let the read go on as usual."""
+    def table(
+        self, name: str, streaming: bool, options: Mapping[str, str] | None = None
+    ) -> DataFrame | None:
+        """The rows of ``name`` (read with the reader's ``options``, such as
+        ``skipChangeCommits``), or None to let the read go on as usual."""
 
     def sql(self, text: str) -> DataFrame | None:
         """The result of the query ``text``, or None to let Spark run it as usual."""

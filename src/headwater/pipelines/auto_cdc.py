@@ -10,7 +10,7 @@ naming the argument, before any data moves. Applying events is :mod:`.cdc_apply`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -40,6 +40,7 @@ class CdcPlan:
     tracked: tuple[str, ...]
     sequence_type: DataType
     schema: StructType  # the target's
+    sequence_column: str | None = None  # the target's column sequence_by names, if any
 
     @property
     def scd2(self) -> bool:
@@ -147,7 +148,19 @@ def resolve(spark: SparkSession, spec: AutoCdc, source: StructType, origin: Orig
     schema = StructType([StructField(f.name, f.dataType, True) for f in fields])
     if spec.scd_type == 2:
         schema = schema.add(START_AT, types["sequence_by"]).add(END_AT, types["sequence_by"])
-    return CdcPlan(spec, tuple(keys), tuple(columns), tuple(tracked), types["sequence_by"], schema)
+    named_sequence = spec.sequence_by.strip().strip("`").lower()
+    sequence_column = next((c for c in columns if c.lower() == named_sequence), None)
+    if "sequence_by" in spec.columns:  # a Column: its text may not be a plain name
+        sequence_column = None
+    return CdcPlan(
+        spec,
+        tuple(keys),
+        tuple(columns),
+        tuple(tracked),
+        types["sequence_by"],
+        schema,
+        sequence_column,
+    )
 
 
 def tombstone_seconds(properties: Mapping[str, str]) -> int:
@@ -272,6 +285,19 @@ def cdc_flow(
         spark = getattr(current(), "spark", None) or SparkSession.getActiveSession()
         if spark is None:
             raise PipelineDefinitionError("AUTO CDC flows need an active SparkSession.")
+        if spec.snapshot_function is not None:  # its first snapshot gives the columns
+            first = spec.snapshot_function(None)
+            if first is None:
+                raise PipelineDefinitionError(
+                    f"[PIPELINE_AUTO_CDC_NO_SNAPSHOT] The snapshot function of the flow into "
+                    f"'{target}' returned None for the first snapshot: return the first one "
+                    "(its columns are the target's).",
+                    origin.file,
+                    origin.line,
+                )
+            return first[0]
+        if spec.from_snapshot:
+            return spark.read.table(spec.source)
         return spark.readStream.table(spec.source)
 
     return Flow(
@@ -284,3 +310,30 @@ def cdc_flow(
         implicit=name is None or name == target,
         auto_cdc=spec,
     )
+
+
+def snapshot_cdc(
+    source: Any,
+    keys: Any,
+    stored_as_scd_type: Any = 1,
+    track_history_column_list: Any = None,
+    track_history_except_column_list: Any = None,
+) -> AutoCdc:
+    """The spec of ``create_auto_cdc_from_snapshot_flow``: ``source`` is a table's name,
+    or a function ``next_snapshot_and_version(latest_version)``."""
+    function = None if isinstance(source, str) else source
+    if function is not None and not callable(function):
+        raise TypeError(
+            "source takes a table name or a function next_snapshot_and_version(version) "
+            "returning (DataFrame, version) or None."
+        )
+    name = source if isinstance(source, str) else getattr(function, "__name__", "snapshots")
+    spec = auto_cdc(
+        name,
+        keys,
+        "1",
+        stored_as_scd_type=stored_as_scd_type,
+        track_history_column_list=track_history_column_list,
+        track_history_except_column_list=track_history_except_column_list,
+    )
+    return replace(spec, from_snapshot=True, snapshot_function=function)

@@ -96,8 +96,11 @@ class CdcApplier:
     def prepare(self) -> None:
         """Create the state table; forget tombstones older than the retention (SCD1)."""
         if not self.state.exists():
+            # Deletion vectors: a batch's MERGE writes only the keys it changed, never
+            # rewriting the files of the others.
             empty = self.spark.createDataFrame([], self.state_schema())
-            self.state.write(empty, api.WriteSpec(mode="append"))
+            vectors = {"delta.enableDeletionVectors": "true"}
+            self.state.write(empty, api.WriteSpec(mode="append", configuration=vectors))
         elif not self.plan.scd2:
             self.state.delta_table().delete(
                 F.col(STATE_DELETED)
@@ -207,7 +210,13 @@ class CdcApplier:
     def _apply_scd1(self, events: DataFrame, batch_id: int) -> CdcResult:
         plan = self.plan
         keys = list(plan.keys)
-        state = self.state.read().select(
+        # When the target keeps the sequence column (and nulls are values), its rows say how
+        # new each live key is: the MERGE compares with them, the state holds tombstones only.
+        in_target = plan.sequence_column if not plan.spec.ignore_null_updates else None
+        state = self.state.read()
+        if in_target:
+            state = state.where(F.col(STATE_DELETED))
+        state = state.select(
             *keys, F.col(STATE_SEQ).alias("__hw_prev"), F.col(STATE_DELETED).alias("__hw_gone")
         )
         newer = events.join(state, keys, "left").filter(
@@ -219,19 +228,20 @@ class CdcApplier:
         )
         data = [c for c in plan.columns if c not in keys]
         since_delete = F.col("__hw_last_delete").isNull() | (F.col(SEQ) > F.col("__hw_last_delete"))
+        order = F.struct(F.col(SEQ), F.col(OP))  # on a tie, a delete wins (as in SDP)
         values = []
         for c in data:
             if plan.spec.ignore_null_updates:
                 usable = (F.col(OP) == UPSERT) & F.col(f"`{c}`").isNotNull() & since_delete
                 values.append(F.max_by(F.col(f"`{c}`"), F.when(usable, F.col(SEQ))).alias(c))
             else:
-                values.append(F.max_by(F.col(f"`{c}`"), F.col(SEQ)).alias(c))
+                values.append(F.max_by(F.col(f"`{c}`"), order).alias(c))
         changes = (
             newer.groupBy(*keys)
             .agg(
                 *values,
                 F.max(SEQ).alias(SEQ),
-                F.max_by(F.col(OP), F.col(SEQ)).alias(OP),
+                F.max_by(F.col(OP), order).alias(OP),
                 # after a delete (in this batch or before), a null column is null, not "unchanged"
                 (
                     F.max("__hw_last_delete").isNotNull()
@@ -241,12 +251,13 @@ class CdcApplier:
             .persist()
         )
         try:
+            newer_than = f" AND s.{SEQ} > t.`{in_target}`" if in_target else ""
             clauses = [
-                api.Clause("matched", "delete", f"s.{OP} = {DELETE}"),
+                api.Clause("matched", "delete", f"s.{OP} = {DELETE}{newer_than}"),
                 api.Clause(
                     "matched",
                     "update",
-                    f"s.{OP} = {UPSERT}",
+                    f"s.{OP} = {UPSERT}{newer_than}",
                     {f"`{c}`": self._updated(c) for c in data},
                 ),
                 api.Clause(
@@ -267,6 +278,9 @@ class CdcApplier:
             )
             on = self._keys_equal("t", "s")
             upsert = [api.Clause("matched", "update"), api.Clause("not_matched", "insert")]
+            if in_target:  # tombstones only, each the newest delete of its key
+                state = state.where(F.col(STATE_DELETED))
+                upsert[0] = api.Clause("matched", "update", f"s.{STATE_SEQ} > t.{STATE_SEQ}")
             return self._commit(changes, batch_id, on, clauses, state, upsert, on)
         finally:
             changes.unpersist()

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 
 from headwater.adapter.resolution import current
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.auto_cdc import auto_cdc, cdc_flow
+from headwater.pipelines.auto_cdc import auto_cdc, cdc_flow, snapshot_cdc
 from headwater.pipelines.elements import (
     Dataset,
     DatasetKind,
@@ -305,6 +305,29 @@ def create_auto_cdc_flow(
     )
     flow = cdc_flow(target, spec, origin_of_caller(), flow_name or name, spark_conf, once)
     active_registry().add_flow(flow)
+
+
+def create_auto_cdc_from_snapshot_flow(
+    target: str,
+    source: Any,
+    keys: Any,
+    stored_as_scd_type: Any = 1,
+    track_history_column_list: Any = None,
+    track_history_except_column_list: Any = None,
+    *,
+    name: str | None = None,
+) -> None:
+    """A flow turning full snapshots into changes of ``target``: ``source`` is a table
+    (read whole at each update) or ``next_snapshot_and_version(latest_version)``
+    returning ``(DataFrame, version)`` or None (see :mod:`.cdc_snapshots`)."""
+    spec = snapshot_cdc(
+        source, keys, stored_as_scd_type, track_history_column_list,
+        track_history_except_column_list,
+    )  # fmt: skip
+    active_registry().add_flow(cdc_flow(target, spec, origin_of_caller(), name))
+
+
+apply_changes_from_snapshot = create_auto_cdc_from_snapshot_flow  # the older name
 
 
 def sdp_create_auto_cdc_flow(

@@ -95,6 +95,9 @@ class AutoCdc:
     track_history_except_column_list: tuple[str, ...] | None = None
     columns: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Columns given instead of text, by field (``sequence_by``, ``apply_as_deletes``...)."""
+    from_snapshot: bool = False  # events are the differences between full snapshots
+    snapshot_function: Any = field(default=None, compare=False)
+    """``next_snapshot_and_version(latest_version)``, when snapshots come from a function."""
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from headwater.delta.sink import DeltaStreamSink
 from headwater.delta.write import WriteResult
 from headwater.pipelines.auto_cdc import resolve, tombstone_seconds
 from headwater.pipelines.cdc_apply import CdcApplier
+from headwater.pipelines.cdc_snapshots import SnapshotApplier
 from headwater.pipelines.elements import Dataset
 from headwater.pipelines.expectations import Quality, Rules
 from headwater.pipelines.graph import AnalysedFlow
@@ -241,6 +242,24 @@ def start_cdc_stream(
     return api.start_foreach_batch(
         df, batch, layout.checkpoint(af.flow.name), trigger=trigger, query_name=query_name
     )
+
+
+def apply_snapshots(
+    spark: SparkSession, af: AnalysedFlow, df: DataFrame, layout: Layout, run: FlowRun, app_id: str
+) -> None:
+    """Apply the new snapshots of an AUTO CDC from-snapshot flow (``df``: the source
+    table's rows, or the function's first snapshot, for its columns)."""
+    spec = af.flow.auto_cdc
+    assert spec is not None
+    applier = SnapshotApplier(
+        spark, spec, df, api.table(spark, af.target), layout, af.flow.name, app_id, af.flow.origin
+    )
+    results = applier.run(spec.snapshot_function or df)
+    upserted = sum(r.upserted for r in results if r.committed)
+    deleted = sum(r.deleted for r in results if r.committed)
+    run.changes = {"num_upserted_rows": upserted, "num_deleted_rows": deleted}
+    run.num_output_rows = upserted + deleted
+    run.batches = len(results)
 
 
 def await_stream(

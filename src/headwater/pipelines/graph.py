@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pyspark.errors import AnalysisException
@@ -25,6 +25,7 @@ from headwater import storage
 from headwater.adapter.resolution import resolving
 from headwater.errors import HeadwaterError, PipelineDefinitionError
 from headwater.pipelines.auto_cdc import resolve
+from headwater.pipelines.cdc_snapshots import snapshot_schema
 from headwater.pipelines.elements import Dataset, DatasetKind, Flow
 from headwater.pipelines.reads import Names, PipelineReads
 from headwater.pipelines.registry import Registry
@@ -171,7 +172,9 @@ def analyse(
     blocked: dict[str, str] = {}
     analysed_views: dict[str, DataFrame] = {}
 
-    def stand_in(reads: PipelineReads, key: str, streaming: bool) -> DataFrame:
+    def stand_in(
+        reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
+    ) -> DataFrame:
         origin = reads.origin
         dataset = datasets[key]
         if dataset.kind == "sink":
@@ -253,6 +256,8 @@ def _cdc_schema(spark: SparkSession, flow: Flow, df: DataFrame) -> StructType:
     """The target's columns of an AUTO CDC flow (its arguments checked against the
     source's columns)."""
     assert flow.auto_cdc is not None
+    if flow.auto_cdc.from_snapshot:
+        return snapshot_schema(spark, flow.auto_cdc, df, flow.origin)
     if not df.isStreaming:
         raise PipelineDefinitionError(
             f"[PIPELINE_AUTO_CDC_BATCH_SOURCE] AUTO CDC flow '{flow.name}' reads "
@@ -317,7 +322,8 @@ def _check_flow_kind(datasets: dict[str, Dataset], result: AnalysedFlow) -> None
             flow.origin.file,
             flow.origin.line,
         )
-    if dataset.kind == "streaming_table" and not result.streaming and not flow.once:
+    snapshots = flow.auto_cdc is not None and flow.auto_cdc.from_snapshot
+    if dataset.kind == "streaming_table" and not result.streaming and not (flow.once or snapshots):
         raise PipelineDefinitionError(
             f"[PIPELINE_BATCH_INTO_STREAMING_TABLE] Flow '{flow.name}' into streaming table "
             f"'{dataset.name}' is a batch query: read with spark.readStream / STREAM(...), "

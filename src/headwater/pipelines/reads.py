@@ -14,7 +14,7 @@ the rewritten query.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -51,7 +51,7 @@ class Names:
         return str(parsed)
 
 
-Source = Callable[["PipelineReads", str, bool], DataFrame]
+Source = Callable[["PipelineReads", str, bool, Mapping[str, str]], DataFrame]
 
 
 @dataclass
@@ -70,7 +70,9 @@ class PipelineReads:
     views: list[str] = field(default_factory=list)
     sources_seen: int = 0
 
-    def table(self, name: str, streaming: bool) -> DataFrame | None:
+    def table(
+        self, name: str, streaming: bool, options: Mapping[str, str] | None = None
+    ) -> DataFrame | None:
         key = self.names.key(name)
         if key not in self.datasets:
             if name.strip().lower().startswith("live."):
@@ -84,7 +86,7 @@ class PipelineReads:
             return None
         if (key, streaming) not in self.reads:
             self.reads.append((key, streaming))
-        return self.source(self, key, streaming)
+        return self.source(self, key, streaming, options or {})
 
     def schema_location(self) -> str | None:
         location = self.schema_root(self.sources_seen)

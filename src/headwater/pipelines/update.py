@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from headwater import api, storage
 from headwater.errors import ExpectationViolationError, PipelineDefinitionError
 from headwater.pipelines import flows as flow_runs
 from headwater.pipelines.continuous import run_continuous
+from headwater.pipelines.elements import Dataset
 from headwater.pipelines.event_log import Event, EventLog, Listener
 from headwater.pipelines.expectations import FILE_METADATA, Rules, quarantine_name, violation
 from headwater.pipelines.flows import FlowRun
@@ -83,6 +84,14 @@ def event_log_name(spec: PipelineSpec) -> str:
     """The event log's table name: ``<database>.<pipeline>_event_log``."""
     name = "".join(c if c.isalnum() else "_" for c in spec.name.lower()) + "_event_log"
     return f"{spec.database}.{name}" if spec.database else name
+
+
+def flow_type(af: AnalysedFlow, dataset: Dataset) -> str:
+    """``flow_definition.flow_type``, as the known system's event log names them."""
+    cdc = af.flow.auto_cdc
+    if cdc is not None:
+        return "CHANGE" if not cdc.from_snapshot else "SNAPSHOT_CHANGE"
+    return "COMPLETE" if dataset.kind == "materialized_view" else "APPEND"
 
 
 class Update:
@@ -300,7 +309,7 @@ class Update:
                 {
                     "output_dataset": af.target,
                     "input_datasets": list(af.inputs),
-                    "flow_type": "COMPLETE" if dataset.kind == "materialized_view" else "APPEND",
+                    "flow_type": flow_type(af, dataset),
                     "streaming": af.streaming,
                     "once": af.flow.once,
                     "dataset_type": dataset.kind.upper(),
@@ -435,6 +444,16 @@ class Update:
             ]
             run.status = "RUNNING"
             self.log.flow_progress(flow.name, af.target, "RUNNING")
+            if flow.auto_cdc is not None and flow.auto_cdc.from_snapshot:
+                flow_runs.apply_snapshots(
+                    self.spark,
+                    af,
+                    df,
+                    self.layout,
+                    run,
+                    f"headwater-cdc:{self.log.pipeline_id}:{once_key}",
+                )
+                return
             if flow.auto_cdc is not None:
                 run.query = flow_runs.start_cdc_stream(
                     self.spark,
@@ -490,7 +509,9 @@ class Update:
     def _reads(
         self, graph: Graph, af: AnalysedFlow, run: FlowRun, quarantines: bool = False
     ) -> PipelineReads:
-        def source(reads: PipelineReads, key: str, streaming: bool) -> DataFrame:
+        def source(
+            reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
+        ) -> DataFrame:
             dataset = graph.datasets[key]
             if dataset.kind == "temporary_view":
                 df = evaluate(graph.flows_into(key)[0].flow, reads)
@@ -498,7 +519,7 @@ class Update:
                     return df
                 return flow_runs.check_view(df, Rules(key, dataset.expectations), run)
             table = api.table(self.spark, key)
-            return table.read_stream() if streaming else table.read()
+            return table.read_stream(options) if streaming else table.read(options=options)
 
         return PipelineReads(
             self.spark,
