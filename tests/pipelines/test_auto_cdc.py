@@ -202,16 +202,17 @@ dlt.create_auto_cdc_flow(
     assert target(project) == ordered([(1, "Ana", "Puno"), (2, None, "Bergen")])
 
 
-def test_truncate_empties_the_target_at_its_place_in_the_sequence(project):
+@pytest.mark.parametrize("kept", [[], ["sequenceNum"]])
+def test_truncate_empties_the_target_at_its_place_in_the_sequence(project, kept):
     project.source(
         "p.py",
         USERS
-        + """
+        + f"""
 dlt.create_streaming_table("target")
 dlt.create_auto_cdc_flow(
     target="target", source="users", keys=["userId"], sequence_by="sequenceNum",
     apply_as_deletes="operation = 'DELETE'", apply_as_truncates="operation = 'TRUNCATE'",
-    except_column_list=["operation", "sequenceNum"],
+    except_column_list={["operation", "sequenceNum"] if not kept else ["operation"]},
 )
 """,
     )
@@ -227,7 +228,7 @@ dlt.create_auto_cdc_flow(
         folder="users",
     )
     assert project.run().ok
-    assert target(project) == [(127, "Ana", "Leon")]
+    assert target(project) == [(127, "Ana", "Leon", 4) if kept else (127, "Ana", "Leon")]
 
 
 SQL_FORMS = {

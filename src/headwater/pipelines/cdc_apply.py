@@ -210,9 +210,11 @@ class CdcApplier:
     def _apply_scd1(self, events: DataFrame, batch_id: int) -> CdcResult:
         plan = self.plan
         keys = list(plan.keys)
-        # When the target keeps the sequence column (and nulls are values), its rows say how
-        # new each live key is: the MERGE compares with them, the state holds tombstones only.
-        in_target = plan.sequence_column if not plan.spec.ignore_null_updates else None
+        # When the target keeps the sequence column (nulls are values, no truncates), its
+        # rows say how new each live key is: the MERGE compares with them, the state holds tombstones only.
+        spec = plan.spec  # (truncates need every live key's sequence in the state)
+        fast = not spec.ignore_null_updates and not spec.apply_as_truncates
+        in_target = plan.sequence_column if fast else None
         state = self.state.read()
         if in_target:
             state = state.where(F.col(STATE_DELETED))
