@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from pyspark.errors import AnalysisException
+
 _LEADING_CLASS = re.compile(r"^\[([A-Z][A-Z0-9_]+)\]")
 
 
@@ -28,6 +30,9 @@ class HeadwaterError(Exception):
             leading.group(1) if leading else self.default_error_class
         )
 
+    def __str__(self) -> str:
+        return Exception.__str__(self)  # the message as given, whatever else is mixed in
+
     def getErrorClass(self) -> str:
         return self.error_class
 
@@ -41,25 +46,57 @@ class DeltaError(HeadwaterError):
     default_error_class = "DELTA_ERROR"
 
 
-class TableNotFoundError(DeltaError):
+class DeltaAnalysisError(DeltaError, AnalysisException):
+    """A Delta error that delta-spark raises as an ``AnalysisException`` (the table is
+    missing, already there, not Delta; the data does not fit): code written for
+    delta-spark catches ``pyspark.errors.AnalysisException`` and must catch these too."""
+
+    default_error_class = "DELTA_ANALYSIS_ERROR"
+
+    def __init__(self, message: str = "", *, error_class: str | None = None) -> None:
+        super().__init__(message, error_class=error_class)
+        self._errorClass = self.error_class  # what PySpark's getters read
+        self._messageParameters = {}
+
+    def getSqlState(self) -> str | None:
+        return _SQL_STATES.get(self.error_class)
+
+    def getMessage(self) -> str:
+        text = str(self)
+        return text if _LEADING_CLASS.match(text) else f"[{self.error_class}] {text}"
+
+
+# SQLSTATEs delta-spark gives the same conditions (42P01: undefined table, ...).
+_SQL_STATES = {
+    "TABLE_OR_VIEW_NOT_FOUND": "42P01",
+    "DELTA_TABLE_NOT_FOUND": "42P01",
+    "TABLE_OR_VIEW_ALREADY_EXISTS": "42P07",
+    "DELTA_TABLE_ALREADY_EXISTS": "42P07",
+    "DELTA_MISSING_DELTA_TABLE": "42P01",
+    "DELTA_SCHEMA_MISMATCH": "KD000",
+    "DELTA_FAILED_TO_MERGE_FIELDS": "22005",
+}
+
+
+class TableNotFoundError(DeltaAnalysisError):
     """No Delta table at a path, or no table by that name."""
 
     default_error_class = "TABLE_OR_VIEW_NOT_FOUND"
 
 
-class TableAlreadyExistsError(DeltaError):
+class TableAlreadyExistsError(DeltaAnalysisError):
     """A create or an ``errorifexists`` write found a table already there."""
 
     default_error_class = "TABLE_OR_VIEW_ALREADY_EXISTS"
 
 
-class NotADeltaTableError(DeltaError):
+class NotADeltaTableError(DeltaAnalysisError):
     """A path holds files but no Delta transaction log."""
 
     default_error_class = "DELTA_MISSING_DELTA_TABLE"
 
 
-class SchemaMismatchError(DeltaError):
+class SchemaMismatchError(DeltaAnalysisError):
     """Written data does not fit the table schema (and no option allows the change)."""
 
     default_error_class = "DELTA_SCHEMA_MISMATCH"

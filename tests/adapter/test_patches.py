@@ -42,7 +42,6 @@ def test_uninstall_puts_pysparks_methods_back_and_install_routes_delta_again(spa
     [
         (lambda w: w.bucketBy(4, "id"), "bucketBy"),
         (lambda w: w.bucketBy(4, "id").sortBy("id"), "bucketBy"),
-        (lambda w: w.clusterBy("id"), "clusterBy"),
     ],
 )
 def test_bucket_and_cluster_settings_on_a_delta_write_are_refused_by_name(

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable as RsTable
 from deltalake import QueryBuilder
+from pyspark.sql.types import StructField
 
 from headwater.delta.tables import DeltaTable
 from headwater.errors import DeltaError
@@ -263,7 +264,9 @@ def test_merge_keeps_target_values_of_every_type_through_the_matched_rows(spark,
     )
     paths = []
     for name, vectors in (("dv", True), ("plain", False)):
-        builder = DeltaTable.create(spark).location(str(tmp_path / name)).addColumns(rows.schema)
+        # Nullable columns (addColumns keeps a StructType's NOT NULL, as delta-spark does).
+        columns = [StructField(f.name, f.dataType, True) for f in rows.schema]
+        builder = DeltaTable.create(spark).location(str(tmp_path / name)).addColumns(columns)
         if vectors:
             builder = builder.property("delta.enableDeletionVectors", "true")
         builder.execute()

@@ -93,15 +93,15 @@ def test_optimize_with_and_without_where(spark, tmp_path):
             "delta"
         ).mode("append").option("partitionBy", "k").save(path)
     first = q(spark, f"OPTIMIZE delta.`{path}` WHERE k = 0").first()
-    assert first.metrics == {"numFilesRemoved": 3, "numFilesAdded": 1}
+    assert (first.metrics.numFilesRemoved, first.metrics.numFilesAdded) == (3, 1)
     second = q(spark, f"OPTIMIZE delta.`{path}`").first()
-    assert second.metrics == {"numFilesRemoved": 3, "numFilesAdded": 1}
+    assert (second.metrics.numFilesRemoved, second.metrics.numFilesAdded) == (3, 1)
     assert ops(path, 2) == ["OPTIMIZE", "OPTIMIZE"]
     assert sorted(r[0] for r in spark.read.format("delta").load(path).collect()) == list(range(12))
     with pytest.raises(SqlError, match="partition columns only"):
         q(spark, f"OPTIMIZE delta.`{path}` WHERE id > 3")
-    with pytest.raises(SqlError, match="ZORDER"):
-        q(spark, f"OPTIMIZE delta.`{path}` ZORDER BY (id)")
+    with pytest.raises(SqlError, match="DELTA_ZORDERING_ON_PARTITION_COLUMN"):
+        q(spark, f"OPTIMIZE delta.`{path}` ZORDER BY (k)")
 
 
 def test_vacuum_retain_and_dry_run(spark, tmp_path):
@@ -119,8 +119,8 @@ def test_vacuum_retain_and_dry_run(spark, tmp_path):
         dry = [r[0] for r in q(spark, f"VACUUM delta.`{path}` RETAIN 0 HOURS DRY RUN").collect()]
         assert {os.path.basename(p) for p in dry} == unused
         assert all(os.path.exists(os.path.join(path, os.path.basename(p))) for p in dry)
-        deleted = [r[0] for r in q(spark, f"VACUUM delta.`{path}` RETAIN 0 HOURS").collect()]
-        assert sorted(deleted) == sorted(dry)
+        result = [r[0] for r in q(spark, f"VACUUM delta.`{path}` RETAIN 0 HOURS").collect()]
+        assert result == [path]  # the table's path, as delta-spark returns it
         assert not any(os.path.exists(os.path.join(path, os.path.basename(p))) for p in dry)
     finally:
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")

@@ -55,8 +55,11 @@ def test_syntax_error_names_statement_line_and_column():
     [
         ("DESCRIBE HISTORY t", "describe"),
         ("desc detail delta.`/p`", "describe"),
-        ("DESCRIBE history", None),  # a table named history
-        ("DESCRIBE TABLE EXTENDED t", None),
+        ("DESCRIBE history", "describe_table"),  # a table named history
+        ("DESCRIBE TABLE EXTENDED t", "describe_table"),  # Spark's rows + Delta partitioning
+        ("DESCRIBE QUERY SELECT 1", None),
+        ("CONVERT TO DELTA parquet.`/x`", "convert"),
+        ("GENERATE symlink_format_manifest FOR TABLE t", "generate"),
         ("OPTIMIZE t", "optimize"),
         ("VACUUM t", "vacuum"),
         ("RESTORE TABLE t TO VERSION AS OF 1", "restore"),

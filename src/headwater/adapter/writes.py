@@ -3,12 +3,13 @@ into Delta tables, as :mod:`headwater.api` calls.
 
 A write that is not to a Delta table reaches Spark unchanged. What Delta tables cannot do
 is refused by name instead of silently done otherwise: ``bucketBy``/``sortBy`` (Delta has
-no buckets), ``clusterBy`` (liquid clustering is not written yet), partition transforms in
+no buckets), partition transforms in
 ``writeTo(...).partitionedBy``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -30,18 +31,34 @@ from headwater.errors import (
 Method = Callable[..., Any]
 
 
-def refuse_layout(state: BuilderState, what: str) -> None:
-    """``bucketBy``, ``sortBy`` and ``clusterBy`` on a Delta write: a named error."""
-    for setting, value, remedy in (
+def refuse_layout(state: BuilderState, what: str, cluster_by_ok: bool = False) -> None:
+    """``bucketBy``, ``sortBy`` (and, where the write cannot define the table,
+    ``clusterBy``) on a Delta write: a named error. Batch writes pass ``clusterBy`` on
+    (:func:`_clustered`)."""
+    refused = [
         ("bucketBy", state.bucket_by, "Delta tables have no buckets; use partitionBy."),
         ("sortBy", state.sort_by, "Delta tables have no buckets to sort; sort the data."),
-        ("clusterBy", state.cluster_by, "liquid clustering is not written by headwater yet."),
-    ):
+    ]
+    if not cluster_by_ok:
+        refused.append(
+            (
+                "clusterBy",
+                state.cluster_by,
+                "cluster the table when creating it (CREATE TABLE ... CLUSTER BY, or a batch "
+                "df.write.clusterBy), then run OPTIMIZE.",
+            )
+        )
+    for setting, value, remedy in refused:
         if value:
             raise UnsupportedOperationError(
                 f"[DELTA_UNSUPPORTED_WRITE] {what}: {setting}({', '.join(value)}) is not "
                 f"supported on a Delta table; {remedy}"
             )
+
+
+def _clustered(spec: WriteSpec, state: BuilderState) -> WriteSpec:
+    """``clusterBy(...)`` on the writer: the table is (or must already be) clustered so."""
+    return replace(spec, cluster_by=tuple(state.cluster_by)) if state.cluster_by else spec
 
 
 def _partitions(arg: str | list[str] | None, state: BuilderState) -> list[str] | None:
@@ -60,14 +77,14 @@ def writer_save(original: Method) -> Method:
         state = state_of(self)
         if not state.is_format("delta", format):
             return original(self, path, format, mode, partitionBy, **options)
-        refuse_layout(state, "df.write.format('delta').save")
+        refuse_layout(state, "df.write.format('delta').save", cluster_by_ok=True)
         opts = state.merged(options)
         path = path or _pop(opts, "path")
         _pop(opts, "path")
         if not path:
             raise OptionError("Writing format('delta') needs a path: .save('/path/to/table').")
         spec = WriteSpec.from_options(opts, mode or state.mode, _partitions(partitionBy, state))
-        api.for_path(self._df.sparkSession, path).write(self._df, spec)
+        api.for_path(self._df.sparkSession, path).write(self._df, _clustered(spec, state))
 
     return save
 
@@ -77,7 +94,7 @@ def writer_save_as_table(original: Method) -> Method:
         state = state_of(self)
         if not state.is_format("delta", format, default=True):
             return original(self, name, format, mode, partitionBy, **options)
-        refuse_layout(state, f"saveAsTable('{name}')")
+        refuse_layout(state, f"saveAsTable('{name}')", cluster_by_ok=True)
         spark = self._df.sparkSession
         opts = state.merged(options)
         location = _pop(opts, "path")
@@ -94,7 +111,8 @@ def writer_save_as_table(original: Method) -> Method:
         # A new table is created by the write (errorifexists and ignore then mean append).
         write_mode = chosen if chosen in ("append", "overwrite") else "append"
         spec = WriteSpec.from_options(opts, write_mode, _partitions(partitionBy, state))
-        api.table(spark, name, location).write(self._df, spec)
+        spec = dataclasses.replace(spec, as_table=True)
+        api.table(spark, name, location).write(self._df, _clustered(spec, state))
         return None
 
     return saveAsTable
@@ -155,7 +173,7 @@ def _v2_target(writer: Any, create: bool) -> api.Table | None:
                 f"writeTo('{state.table}').using('{state.format}'): {found.name} is a Delta "
                 "table; drop using(...) or use using('delta')."
             )
-        refuse_layout(state, f"writeTo('{state.table}')")
+        refuse_layout(state, f"writeTo('{state.table}')", cluster_by_ok=True)
         return found
     if create and state.is_format("delta", default=True):
         return api.table(spark, state.table or "")
@@ -173,7 +191,7 @@ def _v2_spec(state: BuilderState, **spec: Any) -> WriteSpec:
             )
         parts.append(name.strip("`"))
     base = WriteSpec.from_options(state.merged(), spec.pop("mode", "append"), parts)
-    return replace(base, configuration=dict(state.properties) or None, **spec)
+    return _clustered(replace(base, configuration=dict(state.properties) or None, **spec), state)
 
 
 def v2_append(original: Method) -> Method:

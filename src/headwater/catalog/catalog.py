@@ -178,6 +178,19 @@ class Catalog:
         )
         return entry.location
 
+    def name_at(self, location: str) -> str | None:
+        """:class:`headwater.delta.names.TableNames`: DESCRIBE DETAIL's ``name``."""
+        where = storage.normalize(location)
+        for entry in self.registry.entries():
+            if storage.normalize(entry.location) == where:
+                return f"spark_catalog.{entry.database}.{entry.table}"
+        return None
+
+    def changed(self, name: str) -> None:
+        """:class:`headwater.delta.names.TableNames`: mirror a replaced schema into Spark."""
+        if delta_path(name) is None:
+            self.register_in_spark(self.require(name))
+
     def drop_table(self, name: str, purge: bool | None = None, if_exists: bool = False) -> None:
         """Forget a table. Managed tables lose their data too unless ``purge=False``;
         external ones keep it unless ``purge=True``."""

@@ -45,6 +45,7 @@ from headwater.copyinto.read import (
 from headwater.copyinto.spec import CopySpec, parse
 from headwater.copyinto.target import Target, resolve
 from headwater.copyinto.transform import shape
+from headwater.delta import identity
 from headwater.delta import schema as schemas
 from headwater.delta.commit_info import Operation
 from headwater.delta.create import new_metadata
@@ -160,12 +161,14 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
         return _result(spark, 0, len(rs.corrupt))
     parts = _resolve(schema, tgt.partition_columns)
     adds, nrows, nbytes = [], 0, 0
+    marks: dict[str, int] = {}  # identity columns' new high-water marks
     if out is not None:
         if tgt.snapshot is None:
             tgt.log.claim()  # a crash before the first commit must not orphan the location
         checks = tgt.snapshot.check_constraints if tgt.snapshot is not None else None
         written = _run(lambda: write_files(out, tgt.root, parts, schema, constraints=checks))
         adds, nrows, nbytes = written.adds, written.rows, written.bytes
+        marks = written.identity_marks
     corrupt = set(acc.value) | rs.corrupt
     loaded = [f for f in plan.files if f.path not in corrupt]
     base = storage.filesystem(source_base(spec))[1]
@@ -174,7 +177,11 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
         txn.update_metadata(new_metadata(schema, parts))
     elif schema != tgt.snapshot.schema:
         tgt.snapshot.check_writable(schema_change=True)
-        new_schema = schemas.to_delta_json(schemas.as_nullable(schema))
+        new_schema = schemas.to_delta_json(schemas.with_declared_not_null(schema))
+        new_schema = identity.schema_string(new_schema, marks)
+        txn.update_metadata(replace(tgt.snapshot.metadata, schema_string=new_schema))
+    elif marks:
+        new_schema = identity.schema_string(tgt.snapshot.metadata.schema_string, marks)
         txn.update_metadata(replace(tgt.snapshot.metadata, schema_string=new_schema))
     txn.add_files(adds)
     txn.metrics = {

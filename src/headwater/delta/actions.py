@@ -227,14 +227,14 @@ class Metadata:
     def from_json(cls, meta: Mapping[str, Any]) -> Metadata:
         fmt = meta.get("format") or {}
         return cls(
-            id=meta["id"],
+            id=str(meta["id"]),
             schema_string=meta["schemaString"],
             partition_columns=tuple(meta.get("partitionColumns") or ()),
             configuration=dict(meta.get("configuration") or {}),
             name=meta.get("name"),
             description=meta.get("description"),
             created_time=meta.get("createdTime"),
-            format_provider=fmt.get("provider", "parquet"),
+            format_provider=fmt.get("provider") or "parquet",
             format_options=dict(fmt.get("options") or {}),
         )
 

@@ -1,5 +1,5 @@
-"""ALTER TABLE on Delta tables: add columns, set table properties and the description, add
-and drop CHECK constraints.
+"""ALTER TABLE on Delta tables: add columns, widen a column's type or change its comment,
+set table properties and the description, add and drop CHECK constraints.
 
 Each is one metadata commit (no data file is touched), with the protocol upgrade the new
 metadata needs in the same commit (deletion vectors, the change data feed, constraints).
@@ -13,11 +13,14 @@ from dataclasses import replace
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import AtomicType, DataType, DateType, StructField, StructType
 
 from headwater.delta import schema as schemas
+from headwater.delta import type_widening as widening
 from headwater.delta.actions import Metadata
+from headwater.delta.column_values import GENERATION
 from headwater.delta.commit_info import Operation
+from headwater.delta.expressions import referenced_columns
 from headwater.delta.log import DeltaLog, Snapshot
 from headwater.delta.read import read_snapshot
 from headwater.delta.transaction import Transaction
@@ -127,3 +130,88 @@ def drop_constraint(path: str, name: str, if_exists: bool = False) -> int | None
         Operation("DROP CONSTRAINT", {"name": known[name.lower()], "expr": expression}),
         replace(snapshot.metadata, configuration=config),
     )
+
+
+def change_column(
+    path: str, column: str, new_type: DataType | None = None, comment: str | None = None
+) -> int:
+    """``ALTER TABLE t ALTER COLUMN c TYPE t2`` / ``CHANGE COLUMN c c t2 [COMMENT '...']``.
+
+    Only the schema changes: files written before keep their narrower type and readers
+    upcast them, which is why only Delta's widenings are accepted, and only on tables with
+    ``delta.enableTypeWidening = true`` (the ``typeWidening`` feature, added to the protocol
+    in the same commit when the table lacks it). The change is recorded in the column's
+    ``delta.typeChanges``. Logged as delta-spark logs it: ``CHANGE COLUMN`` with the new field.
+    """
+    snapshot = DeltaLog(path).snapshot()
+    snapshot.check_writable()
+    by_name = {f.name.lower(): f for f in snapshot.schema}
+    old = by_name.get(column.lower())
+    if old is None:
+        raise SchemaMismatchError(
+            f"[DELTA_COLUMN_NOT_FOUND] Column {column} does not exist in {snapshot.root} "
+            f"(columns: {', '.join(snapshot.schema.fieldNames())})."
+        )
+    field = old
+    if new_type is not None and new_type != old.dataType:
+        _check_widening(snapshot, old, new_type)
+        preview = widening.PREVIEW_FEATURE in snapshot.protocol.all_writer_features
+        field = widening.record_change(old, new_type, snapshot.version + 1 if preview else None)
+    if comment is not None:
+        metadata = {**field.metadata, "comment": comment}
+        field = StructField(field.name, field.dataType, field.nullable, metadata)
+    schema = StructType([field if f.name == old.name else f for f in snapshot.schema])
+    return _commit(
+        snapshot,
+        Operation("CHANGE COLUMN", {"column": field.jsonValue()}),
+        replace(snapshot.metadata, schema_string=schemas.to_delta_json(schema)),
+    )
+
+
+def _check_widening(snapshot: Snapshot, old: StructField, new_type: DataType) -> None:
+    """Refuse, naming the column and what to do, a type change Delta does not allow here."""
+    name, root = old.name, snapshot.root
+    change = f"{old.dataType.simpleString()} to {new_type.simpleString()}"
+    if not isinstance(old.dataType, AtomicType) or not widening.is_widening(old.dataType, new_type):
+        raise SchemaMismatchError(
+            f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] ALTER TABLE CHANGE COLUMN cannot "
+            f"change column {name} of {root} from {change}: only widenings are supported "
+            f"({widening.allowed_widenings(old.dataType)}). To change it otherwise, rewrite "
+            "the table (CREATE OR REPLACE TABLE ... AS SELECT with a CAST)."
+        )
+    if str(snapshot.configuration.get(widening.ENABLE, "false")).lower() != "true":
+        raise SchemaMismatchError(
+            f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] Cannot change column {name} of "
+            f"{root} from {change}: type widening is not enabled on the table. Set the table "
+            f"property {widening.ENABLE} = true first (ALTER TABLE ... SET TBLPROPERTIES "
+            f"('{widening.ENABLE}' = 'true')); readers then need the typeWidening feature."
+        )
+    if name in snapshot.partition_columns and isinstance(old.dataType, DateType):
+        raise SchemaMismatchError(
+            f"Cannot change partition column {name} of {root} from {change}: its logged "
+            "partition values are dates. Widen a data column instead, or rewrite the table."
+        )
+    users = _dependents(snapshot, old)
+    if users:
+        raise SchemaMismatchError(
+            f"[DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE] Cannot change the type of column "
+            f"{name} of {root}: {'; '.join(users)} depend(s) on it. Drop those first."
+        )
+
+
+def _dependents(snapshot: Snapshot, column: StructField) -> list[str]:
+    """What a type change of ``column`` would silently alter: CHECK constraints and
+    generated columns reading it, its own identity or generation definition."""
+    name = column.name.lower()
+    users = [
+        f"CHECK constraint {k}"
+        for k, v in snapshot.check_constraints.items()
+        if name in (referenced_columns(v) or {name})  # unreadable: assume it does
+    ]
+    for f in snapshot.schema:
+        expression = f.metadata.get(GENERATION)
+        if expression is not None and name in (referenced_columns(str(expression)) or {name}):
+            users.append(f"generated column {f.name}")
+    if any(k.startswith("delta.identity.") for k in column.metadata):
+        users.append("its identity definition")
+    return users

@@ -68,10 +68,14 @@ class Operation:
         description: str | None,
         as_select: bool = False,
         replace: bool = False,
+        or_create: bool = True,
     ) -> Operation:
-        name = ("CREATE OR REPLACE TABLE" if replace else "CREATE TABLE") + (
-            " AS SELECT" if as_select else ""
-        )
+        """``replace`` without ``or_create`` is ``REPLACE TABLE`` (the table must exist)."""
+        if replace:
+            name = "CREATE OR REPLACE TABLE" if or_create else "REPLACE TABLE"
+        else:
+            name = "CREATE TABLE"
+        name += " AS SELECT" if as_select else ""
         return cls(
             name,
             {

@@ -53,7 +53,11 @@ def checked(
         test = part if test is None else test & part
     assert test is not None
     first = df.columns[0]
-    guarded = F.when(test, F.col(f"`{first}`")).otherwise(F.lit(None)).alias(first)
+    # The other branch is never taken (``test`` raises instead of being false); it must
+    # differ from the guarded value, or the optimizer folds the CASE away, ``test`` with it,
+    # when that value is a constant (an UPDATE setting a NOT NULL column to NULL).
+    unreachable = F.raise_error(F.lit(f"{_MARK} constraint check failed."))
+    guarded = F.when(test, F.col(f"`{first}`")).otherwise(unreachable).alias(first)
     return df.select(guarded, *[F.col(f"`{c}`") for c in df.columns[1:]])
 
 
@@ -64,9 +68,10 @@ def raise_if_violated(error: Exception, root: str) -> None:
     if at < 0:
         return
     message = text[at + len(_MARK) :].split("SQLSTATE:", 1)[0].strip()
-    remedy = (
-        "Fill in or filter out the nulls."
-        if message.startswith("NOT NULL")
-        else "Fix or filter the rows, or drop the constraint (ALTER TABLE ... DROP CONSTRAINT)."
-    )
+    if message.startswith("NOT NULL"):
+        remedy = "Fill in or filter out the nulls."
+    elif message.startswith("CHECK constraint Generated Column"):
+        remedy = "Leave the generated column out of the write (it is computed) or give it the value its expression yields."
+    else:
+        remedy = "Fix or filter the rows, or drop the constraint (ALTER TABLE ... DROP CONSTRAINT)."
     raise ConstraintViolationError(f"{message}\nNothing was written to {root}. {remedy}") from None

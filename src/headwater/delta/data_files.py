@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta import mapping
+from headwater.delta import column_values, identity, mapping
 from headwater.delta.actions import AddCDCFile, AddFile, decode_path, encode_path
 from headwater.delta.constraints import checked, raise_if_violated
 from headwater.delta.partitions import parse_partition_dir
@@ -39,6 +39,9 @@ class Written:
     adds: list[AddFile]
     rows: int
     bytes: int
+    # Identity column -> the furthest value this write assigned: the new high-water mark
+    # the commit must record (see :mod:`headwater.delta.identity`).
+    identity_marks: dict[str, int] = field(default_factory=dict)
 
 
 def write_files(
@@ -56,9 +59,11 @@ def write_files(
 
     ``constraints`` (the table's CHECK constraints) and the NOT NULL columns of ``schema``
     are enforced on every row written: a violation fails the write, and nothing is placed.
+    Identity columns' new rows are numbered here; the commit records ``identity_marks``.
     """
+    out, numbered = identity.assign(out, schema)
     required = [f.name for f in schema if not f.nullable and f.name in out.columns]
-    out = checked(out, constraints or {}, required)
+    out = checked(out, {**(constraints or {}), **column_values.checks(schema)}, required)
     partition_by = list(partition_by)
     if mapping.is_mapped(schema):
         out, schema, partition_by = _to_physical(out, schema, partition_by)
@@ -101,7 +106,7 @@ def write_files(
         storage.delete_dir(staging)
     adds = [a for a in placed if a is not None]
     rows = sum(a.num_records or 0 for a in adds)
-    return Written(adds, rows, sum(a.size for a in adds))
+    return Written(adds, rows, sum(a.size for a in adds), identity.marks(numbered))
 
 
 def _to_physical(

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from headwater.delta import change_data, pruning, vectors
+from headwater.delta import change_data, column_values, identity, pruning, vectors
 from headwater.delta.commit_info import Operation
 from headwater.delta.data_files import discard_files, write_files
 from headwater.delta.expressions import ExprLike, as_column, column_name, condition_text, holds
@@ -141,6 +141,7 @@ def update(
     snapshot = DeltaLog(path).snapshot()
     schema = snapshot.schema
     _check_columns(schema, assignments, path)
+    identity.refuse_explicit([str(k) for k in assignments], schema, "UPDATE")
     txn, done = open_transaction(
         spark, snapshot, Operation.predicate("UPDATE", condition_text(condition))
     )
@@ -171,7 +172,7 @@ def update(
         F.col(ACTION_COL),
     )
     written = write_files(
-        out.drop(ACTION_COL),
+        column_values.recompute(out.drop(ACTION_COL), schema, set(by_name)),
         snapshot.root,
         snapshot.partition_columns,
         schema,
@@ -233,7 +234,7 @@ def _update_with_vectors(
         ]
     )
     written = write_files(
-        out,
+        column_values.recompute(out, schema, set(by_name)),
         snapshot.root,
         snapshot.partition_columns,
         schema,

@@ -15,7 +15,11 @@ from headwater.errors import (
     ProtocolChangedException,
 )
 
+# delta-spark's Python name of the base class.
+DeltaConcurrentModificationException = ConcurrentModificationException
+
 __all__ = [
+    "DeltaConcurrentModificationException",
     "ConcurrentAppendException",
     "ConcurrentDeleteDeleteException",
     "ConcurrentDeleteReadException",

@@ -9,20 +9,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from deltalake import DeltaTable as RsTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from headwater.delta import clustering, names
+from headwater.delta import protocol as protocols
 from headwater.delta.log import DeltaLog
+from headwater.errors import HeadwaterError
 
 HISTORY_SCHEMA = (
     "version long, timestamp timestamp, userId string, userName string, operation string, "
-    "operationParameters map<string,string>, readVersion long, isolationLevel string, "
+    "operationParameters map<string,string>, "
+    "job struct<jobId:string,jobName:string,jobRunId:string,runId:string,jobOwnerId:string,"
+    "triggerType:string>, notebook struct<notebookId:string>, clusterId string, "
+    "readVersion long, isolationLevel string, "
     "isBlindAppend boolean, operationMetrics map<string,string>, userMetadata string, engineInfo string"
 )
 DETAIL_SCHEMA = (
     "format string, id string, name string, description string, location string, "
-    "createdAt timestamp, lastModified timestamp, partitionColumns array<string>, numFiles long, "
+    "createdAt timestamp, lastModified timestamp, partitionColumns array<string>, clusteringColumns array<string>, numFiles long, "
     "sizeInBytes long, properties map<string,string>, minReaderVersion int, minWriterVersion int, "
     "tableFeatures array<string>"
 )
@@ -34,7 +39,7 @@ def _utc(ms: int) -> dt.datetime:
 
 def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFrame:
     rows = []
-    for h in RsTable(DeltaLog(path).root).history(limit):
+    for h in DeltaLog(path).history(limit):
         rows.append(
             (
                 int(h["version"]),
@@ -47,6 +52,9 @@ def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFra
                     k: v if isinstance(v, str) else json.dumps(v)
                     for k, v in (h.get("operationParameters") or {}).items()
                 },
+                None,  # job, notebook, clusterId: a Databricks workspace's, never ours
+                None,
+                None,
                 h.get("readVersion"),
                 h.get("isolationLevel"),
                 h.get("isBlindAppend"),
@@ -58,15 +66,25 @@ def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFra
     return spark.createDataFrame(rows, HISTORY_SCHEMA).orderBy(F.col("version").desc())
 
 
+def _name(spark: SparkSession, root: str) -> str | None:
+    """The catalog's qualified name of the table at ``root`` (delta-spark finds it by
+    location for a table read by path too)."""
+    try:
+        return names.of(spark).name_at(root)
+    except HeadwaterError:  # a session without headwater's catalog
+        return None
+
+
 def detail(spark: SparkSession, path: str) -> DataFrame:
     snap = DeltaLog(path).snapshot()
     meta, protocol = snap.metadata, snap.protocol
-    features = sorted(protocol.all_reader_features | protocol.all_writer_features)
-    last = RsTable(snap.root).history(1)[0]["timestamp"]
+    # Legacy protocols list no features: name those their versions imply, as delta-spark.
+    features = sorted(protocols.reader_features(protocol) | protocols.writer_features(protocol))
+    last = DeltaLog(snap.root).history(1)[0]["timestamp"]
     row = (
-        "delta", meta.id, meta.name, meta.description, snap.root,
+        "delta", meta.id, _name(spark, snap.root) or meta.name, meta.description, snap.root,
         _utc(meta.created_time or last), _utc(last),
-        list(meta.partition_columns), len(snap.files), sum(f.size for f in snap.files),
+        list(meta.partition_columns), clustering.columns_of(snap) or [], len(snap.files), sum(f.size for f in snap.files),
         dict(meta.configuration), protocol.min_reader_version, protocol.min_writer_version,
         features,
     )  # fmt: skip

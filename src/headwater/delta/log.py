@@ -4,6 +4,10 @@ Everything that reads or commits ``_delta_log`` goes through here: snapshots (sc
 partitioning, the live files with their partition values and stats), the actions of a
 single commit, and transaction versions. delta-rs validates little on commit, so the
 checks that keep a table correct live in :mod:`headwater.delta.commit`.
+
+delta-rs stays the reader wherever it reads the log correctly. Logs old writers left that
+it refuses (null fields in ``metaData``) or misreads (files named by absolute ``file:``
+URIs) are replayed by :mod:`headwater.delta.tolerant_log` instead, and read only.
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from functools import cached_property
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError as RsDeltaError
 from deltalake.exceptions import TableNotFoundError as RsTableNotFoundError
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta import log_store, mapping
+from headwater.delta import deletion_vectors, log_store, mapping, tolerant_log, type_widening
 from headwater.delta.actions import Commit, Metadata, Protocol, encode_path
 from headwater.delta.actions import parse as parse_commit
 from headwater.errors import (
@@ -37,7 +42,8 @@ SUPPORTED_READER_FEATURES = {
     "timestampNtz",
     "v2Checkpoint",
     "vacuumProtocolCheck",
-    "typeWidening",
+    "typeWidening",  # old files upcast on read; recorded changes checked (type_widening.py)
+    "typeWidening-preview",
     "columnMapping",
     "deletionVectors",
 }
@@ -69,33 +75,72 @@ class DataFile:
         return self.log_path if self.log_path is not None else encode_path(self.path)
 
 
-@dataclass
 class Snapshot:
-    """One version of a table, as read by delta-rs."""
+    """One version of a table, as read by delta-rs.
 
-    root: str
-    version: int
-    table: DeltaTable
+    Where delta-rs opens the log but would get its file list wrong (actions naming files by
+    absolute ``file:`` URIs, which it pairs with removes by raw spelling and resolves
+    against the root as if relative), the files come from headwater's own replay
+    (:mod:`headwater.delta.tolerant_log`) instead; :class:`ReplayedSnapshot` is the
+    snapshot of a log delta-rs refuses altogether. Either way such a table is read-only
+    here: :attr:`table` and :meth:`check_writable` refuse by name.
+    """
+
+    def __init__(self, root: str, version: int, table: DeltaTable | None) -> None:
+        self.root = root
+        self.version = version
+        self._rs = table
+
+    @property
+    def table(self) -> DeltaTable:
+        """The delta-rs table (history, vacuum listing, checkpoints, app versions)."""
+        if self.replayed_because is not None or self._rs is None:
+            raise UnsupportedFeatureError(self._read_only_message("vacuum, restore or write"))
+        return self._rs
+
+    @cached_property
+    def replayed_because(self) -> str | None:
+        """Why the files come from headwater's replay of the log (None: from delta-rs)."""
+        paths = self._rs_actions.column("path")
+        absolute = pc.match_substring_regex(paths, tolerant_log.ABSOLUTE_PATTERN)
+        if pc.any(absolute).as_py():
+            example = paths.filter(absolute)[0].as_py()
+            return f"its actions name files by absolute paths, such as {example}"
+        removed = tolerant_log.absolute_remove(storage.join(self.root, "_delta_log"), self.version)
+        if removed is not None:
+            return f"its removes name files by absolute paths, such as {removed}"
+        return None
+
+    @cached_property
+    def _rs_actions(self) -> pa.Table:
+        assert self._rs is not None
+        return pa.table(self._rs.get_add_actions(flatten=True))
+
+    @cached_property
+    def log_state(self) -> tolerant_log.LogState:
+        """The log replayed by headwater, as of this version."""
+        return tolerant_log.replay(self.root, storage.join(self.root, "_delta_log"), self.version)
 
     @cached_property
     def schema(self) -> StructType:
-        return StructType.fromJson(json.loads(self.table.schema().to_json()))
+        return StructType.fromJson(json.loads(self.metadata.schema_string))
 
     @cached_property
     def partition_columns(self) -> list[str]:
-        return list(self.table.metadata().partition_columns)
+        return list(self.metadata.partition_columns)
 
     @property
     def configuration(self) -> dict[str, str]:
-        return dict(self.table.metadata().configuration)
+        return dict(self.metadata.configuration)
 
     @cached_property
     def metadata(self) -> Metadata:
         """The table's metadata action as of this version (schema as logged)."""
-        meta = self.table.metadata()
+        assert self._rs is not None
+        meta = self._rs.metadata()
         return Metadata(
             id=str(meta.id),
-            schema_string=self.table.schema().to_json(),
+            schema_string=self._rs.schema().to_json(),
             partition_columns=tuple(meta.partition_columns),
             configuration=dict(meta.configuration),
             name=meta.name,
@@ -105,7 +150,8 @@ class Snapshot:
 
     @cached_property
     def protocol(self) -> Protocol:
-        p = self.table.protocol()
+        assert self._rs is not None
+        p = self._rs.protocol()
         return Protocol(
             p.min_reader_version,
             p.min_writer_version,
@@ -130,7 +176,15 @@ class Snapshot:
     def add_actions(self) -> pa.Table:
         """One row per live file: path, size_bytes, partition.*, num_records, min.*, max.*
         (stats under logical column names)."""
-        actions = pa.table(self.table.get_add_actions(flatten=True))
+        if self.replayed_because is not None:
+            types = {f.name: f.dataType for f in self.schema}
+            keys = self._partition_keys
+            partitions = [(c, keys[c], types[c]) for c in self.partition_columns]
+            actions = tolerant_log.add_actions(
+                self._replayed_adds, self.physical_schema or self.schema, partitions
+            )
+        else:
+            actions = self._rs_actions
         if self.physical_schema is None:
             return actions
         logical = mapping.logical_paths(self.schema)
@@ -143,7 +197,44 @@ class Snapshot:
         return actions.rename_columns(names)
 
     @cached_property
+    def _partition_keys(self) -> dict[str, str]:
+        """Each partition column's key in ``partitionValues``: its physical name under
+        column mapping."""
+        physical = self.physical_schema
+        if physical is None:
+            return {c: c for c in self.partition_columns}
+        names = {f.name: p.name for f, p in zip(self.schema, physical, strict=True)}
+        return {c: names.get(c, c) for c in self.partition_columns}
+
+    @cached_property
+    def _replayed_adds(self) -> dict[str, dict]:
+        """The replay's live adds, refusing files outside the table by name."""
+        adds = self.log_state.adds
+        outside = next((k for k in adds if tolerant_log.is_absolute(k)), None)
+        if outside is not None:
+            raise UnsupportedFeatureError(
+                f"The Delta log of {self.root} names a data file outside the table "
+                f"({outside}), as shallow clones do; headwater reads only files under the "
+                "table's root. Read it with delta-spark, or deep-clone it into a new table."
+            )
+        return adds
+
+    @cached_property
     def files(self) -> list[DataFile]:
+        if self.replayed_because is not None:
+            parts, keys = self.partition_columns, self._partition_keys
+            return [
+                DataFile(
+                    path=key,
+                    size=int(add.get("size") or 0),
+                    partition_values={
+                        c: (add.get("partitionValues") or {}).get(keys[c]) for c in parts
+                    },
+                    modification_time=int(add.get("modificationTime") or 0),
+                    log_path=add["path"],
+                )
+                for key, add in self._replayed_adds.items()
+            ]
         actions = self.add_actions
         parts = self.partition_columns
         if actions.num_rows == 0:
@@ -167,7 +258,7 @@ class Snapshot:
 
     @cached_property
     def variant_features(self) -> list[str]:
-        return sorted(set(self.table.protocol().reader_features or []) & VARIANT_FEATURES)
+        return sorted(self.protocol.all_reader_features & VARIANT_FEATURES)
 
     def check_python_readable(self) -> None:
         """The Python read path (deletion vectors, column mapping, odd layouts) cannot
@@ -179,13 +270,26 @@ class Snapshot:
                 "or a non-hive file layout); reading that combination is not supported yet."
             )
 
+    def _read_only_message(self, what: str) -> str:
+        return (
+            f"delta-rs cannot read the Delta log of {self.root} correctly "
+            f"({self.replayed_because}); headwater reads this table by replaying its log "
+            f"itself, but cannot {what} it. Rewrite it as a new table first, for example "
+            f"spark.read.format('delta').load('{self.root}').write.format('delta')"
+            ".save('<new path>'), and use the new table."
+        )
+
     def check_writable(self, schema_change: bool = False) -> None:
         """Refuse, by name, writes that would break a table another engine wrote.
 
         Tables with column mapping take rows (written under physical names); a change of
-        their schema would need new physical names and ids, which is not done here.
+        their schema would need new physical names and ids, which is not done here. Tables
+        whose log delta-rs cannot read correctly take no writes: the commit path checkpoints
+        and vacuums through delta-rs.
         """
         self.check_readable()
+        if self.replayed_because is not None:
+            raise UnsupportedFeatureError(self._read_only_message("write to"))
         if self.variant_features:
             raise UnsupportedFeatureError(
                 f"Delta table at {self.root} uses {', '.join(self.variant_features)}; headwater "
@@ -201,8 +305,8 @@ class Snapshot:
 
     def check_readable(self) -> None:
         """Refuse, by name, tables whose rows we would get wrong."""
-        protocol = self.table.protocol()
-        features = set(protocol.reader_features or [])
+        protocol = self.protocol
+        features = set(protocol.all_reader_features)
         unsupported = sorted(features - SUPPORTED_READER_FEATURES)
         if features & VARIANT_FEATURES:
             unsupported = [f for f in unsupported if f not in VARIANT_FEATURES]
@@ -217,16 +321,21 @@ class Snapshot:
                 f"(protocol reader version {protocol.min_reader_version}), which headwater "
                 "cannot read yet. Read it with an engine that supports these features."
             )
+        if features & {type_widening.FEATURE, type_widening.PREVIEW_FEATURE}:
+            type_widening.check_recorded(self.schema, self.root)
 
     @cached_property
     def deletion_vectors(self) -> dict[str, tuple[bool, ...]]:
         """Row selection (True = row is live) of each file that has a deletion vector,
         keyed by the file's path relative to the table (delta-rs may report the root
         resolved through symlinks); rows past the end of a vector are live."""
-        features = set(self.table.protocol().reader_features or [])
-        if "deletionVectors" not in features:
+        if "deletionVectors" not in self.protocol.all_reader_features:
             return {}
-        vectors = pa.table(self.table.deletion_vectors().read_all())
+        widened = {type_widening.FEATURE, type_widening.PREVIEW_FEATURE}  # delta-rs refuses
+        if self.replayed_because is not None or self.protocol.all_reader_features & widened:
+            return self._replayed_vectors()
+        assert self._rs is not None
+        vectors = pa.table(self._rs.deletion_vectors().read_all())
         by_name: dict[str, list[str]] = {}
         for f in self.files:
             by_name.setdefault(f.path.rsplit("/", 1)[-1], []).append(f.path)
@@ -247,12 +356,65 @@ class Snapshot:
             out[matches[0]] = tuple(selection)
         return out
 
+    def _replayed_vectors(self) -> dict[str, tuple[bool, ...]]:
+        cache: dict[str, bytes] = {}  # one read of a vector file many data files share
+        out: dict[str, tuple[bool, ...]] = {}
+        for key, add in self._replayed_adds.items():
+            if add.get("deletionVector"):
+                deleted = deletion_vectors.read(self.root, add["deletionVector"], cache)
+                selection = [True] * (int(deleted.max()) + 1 if len(deleted) else 0)
+                for position in deleted.tolist():
+                    selection[position] = False
+                out[key] = tuple(selection)
+        return out
+
+
+class ReplayedSnapshot(Snapshot):
+    """One version of a table whose log delta-rs refuses (null fields old writers left in
+    ``metaData``, for instance), replayed by :mod:`headwater.delta.tolerant_log`."""
+
+    def __init__(self, root: str, state: tolerant_log.LogState, refusal: str) -> None:
+        super().__init__(root, state.version, None)
+        self.refusal = refusal
+        self.__dict__["log_state"] = state
+
+    @cached_property
+    def replayed_because(self) -> str | None:
+        return self.refusal
+
+    @cached_property
+    def metadata(self) -> Metadata:
+        return Metadata.from_json(self.log_state.metadata)
+
+    @cached_property
+    def protocol(self) -> Protocol:
+        p = self.log_state.protocol
+        readers, writers = p.get("readerFeatures"), p.get("writerFeatures")
+        return Protocol(
+            int(p["minReaderVersion"]),
+            int(p["minWriterVersion"]),
+            None if readers is None else frozenset(readers),
+            None if writers is None else frozenset(writers),
+        )
+
 
 def _uri_to_path(uri: str) -> str:
     from urllib.parse import urlparse
 
     parsed = urlparse(uri)
     return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+class LogRefusedError(CorruptLogError):
+    """delta-rs refused a log that headwater can replay itself (see :meth:`DeltaLog.snapshot`)."""
+
+    def __init__(self, root: str, error: BaseException) -> None:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        self.reason = f"delta-rs refuses its log: {first}"
+        super().__init__(
+            f"Cannot read the Delta log of {root} with delta-rs: {first}. It holds null fields "
+            "old Delta writers left in their actions; read it through DeltaLog.snapshot()."
+        )
 
 
 class DeltaLog:
@@ -330,6 +492,8 @@ class DeltaLog:
                 f"No Delta table at {self.root}. Write to it first or check the path."
             ) from e
         except (RsDeltaError, OSError) as e:
+            if tolerant_log.refused(e):
+                raise LogRefusedError(self.root, e) from e
             raise CorruptLogError(f"Cannot read the Delta log of {self.root}: {e}") from e
         try:
             if version is not None:
@@ -337,6 +501,8 @@ class DeltaLog:
             elif timestamp is not None:
                 table.load_as_version(self.version_at(table, parse_timestamp(timestamp)))
         except (RsDeltaError, OSError, ValueError) as e:
+            if tolerant_log.refused(e):
+                raise LogRefusedError(self.root, e) from e
             raise TableNotFoundError(
                 f"Cannot time-travel {self.root} to "
                 f"{'version ' + str(version) if version is not None else 'timestamp ' + str(timestamp)}: {e}. "
@@ -355,26 +521,43 @@ class DeltaLog:
         return max(versions)
 
     def snapshot(self, version: int | str | None = None, timestamp: str | None = None) -> Snapshot:
-        table = self.load(version, timestamp)
+        """The table at ``version`` (or as of ``timestamp``; the latest when neither), read
+        by delta-rs, or replayed by headwater when delta-rs refuses the log."""
+        try:
+            table = self.load(version, timestamp)
+        except LogRefusedError as e:
+            if version is None and timestamp is not None:
+                version = tolerant_log.version_at(
+                    self.root, self.log_dir, parse_timestamp(timestamp)
+                )
+            state = tolerant_log.replay(
+                self.root, self.log_dir, None if version is None else int(version)
+            )
+            return ReplayedSnapshot(self.root, state, e.reason)
         return Snapshot(self.root, table.version(), table)
 
+    def history(self, limit: int | None = None) -> list[dict]:
+        """The commits' ``commitInfo``, newest first, each with its version (delta-rs's
+        ``history()``; replayed from the JSON commits when delta-rs refuses the log)."""
+        try:
+            return DeltaTable(self.root, storage_options=self.storage_options).history(limit)
+        except RsDeltaError as e:
+            if not tolerant_log.refused(e):
+                raise
+            return tolerant_log.commit_infos(self.log_dir, limit)
+
     def latest_version(self) -> int:
-        return DeltaTable(self.root, storage_options=self.storage_options).version()
+        try:
+            return DeltaTable(self.root, storage_options=self.storage_options).version()
+        except RsDeltaError as e:
+            if not tolerant_log.refused(e):
+                raise
+            return tolerant_log.latest_version(self.log_dir)
 
     def commit_actions(self, version: int) -> list[dict]:
         """The actions of commit ``version`` (one dict per line of its JSON file)."""
-        path = storage.join(self.log_dir, f"{version:020d}.json")
-        try:
-            text = storage.read_bytes(path).decode("utf-8")
-        except FileNotFoundError as e:
-            raise CorruptLogError(
-                f"Commit {version} of {self.root} is missing ({path}); it may have been removed "
-                "by log cleanup. Restart the stream from a later version (startingVersion)."
-            ) from e
-        try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as e:
-            raise CorruptLogError(f"Commit file {path} is not valid JSON: {e}") from e
+        remedy = "Restart the stream from a later version (startingVersion)."
+        return tolerant_log.read_commit(self.log_dir, version, remedy)
 
 
 def parse_timestamp(text: str) -> datetime:

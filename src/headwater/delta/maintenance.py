@@ -1,7 +1,6 @@
-"""Table maintenance: OPTIMIZE (compaction), VACUUM and RESTORE.
+"""Table maintenance: VACUUM and RESTORE (OPTIMIZE is :mod:`.optimize`).
 
-OPTIMIZE is a Spark job (files read and rewritten by executors) committed with
-``dataChange=false``, so streaming readers of the table skip it. RESTORE commits the
+RESTORE commits the
 difference between the current files and those of an older version (files re-added as
 the log had them, deletion vectors included). VACUUM deletes files no version within the
 retention window reads; it logs ``VACUUM START`` / ``VACUUM END`` commits, as delta-spark
@@ -12,28 +11,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from datetime import datetime
 
 from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from headwater import storage
-from headwater.delta import pruning, replay
+from headwater.delta import replay
 from headwater.delta.actions import AddFile
 from headwater.delta.commit_info import Operation
-from headwater.delta.data_files import STAGING_DIR, discard_files, write_files
-from headwater.delta.dml import partition_only_files
+from headwater.delta.data_files import STAGING_DIR
 from headwater.delta.log import DeltaLog, parse_timestamp
-from headwater.delta.target import FILE_COL, read_target
 from headwater.delta.transaction import Transaction
 from headwater.errors import (
-    ConcurrentModificationException,
     CorruptLogError,
     DeltaError,
     TableNotFoundError,
 )
 
-SMALL_FILE_BYTES = 128 * 1024 * 1024
 MIN_RETENTION_HOURS = 168.0
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 
@@ -46,6 +41,8 @@ def vacuum(
     deletion-vector files no live or recent file names.
 
     ``dry_run``: delete nothing, list the files that would be deleted (``VACUUM ... DRY RUN``).
+    Otherwise the result is the table's path, as delta-spark returns it; the count of
+    deleted files is in the ``VACUUM END`` commit's metrics (``numDeletedFiles``).
     """
     hours = MIN_RETENTION_HOURS if retention_hours is None else float(retention_hours)
     check = str(spark.conf.get(RETENTION_CHECK, "true")).lower() != "false"
@@ -76,7 +73,8 @@ def vacuum(
         for p in doomed:
             storage.delete_file(p)
         _log_vacuum(dlog, "VACUUM END", hours, check, {"numDeletedFiles": len(doomed)})
-    return spark.createDataFrame([(p,) for p in doomed], "path string")
+    rows = [(p,) for p in doomed] if dry_run else [(dlog.root,)]
+    return spark.createDataFrame(rows, "path string")
 
 
 def _log_vacuum(dlog: DeltaLog, name: str, hours: float, check: bool, metrics: dict) -> None:
@@ -90,6 +88,18 @@ def _log_vacuum(dlog: DeltaLog, name: str, hours: float, check: bool, metrics: d
     txn.commit()
 
 
+def _restore_timestamp(root: str, text: str) -> datetime:
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        raise DeltaError(
+            f"[DELTA_TIMESTAMP_INVALID] Cannot restore {root} to timestamp '{text}': it is not "
+            "a timestamp. Give a date or a timestamp such as '2024-05-01', "
+            "'2024-05-01 12:30:00', '2024-05-01T12:30:00.123' or '2024-05-01T12:30:00+02:00' "
+            "(UTC when no zone is given)."
+        ) from None
+
+
 def restore(
     spark: SparkSession, path: str, version: int | None = None, timestamp: str | None = None
 ) -> DataFrame:
@@ -101,7 +111,7 @@ def restore(
     target_version = (
         version
         if version is not None
-        else DeltaLog.version_at(snapshot.table, parse_timestamp(str(timestamp)))
+        else DeltaLog.version_at(snapshot.table, _restore_timestamp(dlog.root, str(timestamp)))
     )
     if not 0 <= target_version <= snapshot.version:
         raise TableNotFoundError(
@@ -152,49 +162,3 @@ def _exists(root: str, add: AddFile) -> bool:
     full = path if "://" in path or path.startswith("/") else storage.join(root, path)
     fs, inner = storage.filesystem(full)
     return fs.get_file_info(inner).type == pafs.FileType.File
-
-
-def optimize(spark: SparkSession, path: str, where: str | None = None) -> DataFrame:
-    """Rewrite each partition's small files into one (``dataChange=false``), in the
-    partitions ``where`` (a condition on partition columns) selects; one row: the table's
-    path and the metrics."""
-    dlog = DeltaLog(path)
-    snap = dlog.snapshot()
-    snap.check_writable()
-    candidates = [f for f in snap.files if f.size < SMALL_FILE_BYTES]
-    if where:
-        chosen = partition_only_files(spark, snap, F.expr(where))
-        if chosen is None:
-            raise DeltaError(f"OPTIMIZE ... WHERE '{where}' must refer to partition columns only.")
-        names = {f.path for f in chosen}
-        candidates = [f for f in candidates if f.path in names]
-    groups: dict[tuple, list] = {}
-    for f in candidates:
-        groups.setdefault(tuple(sorted(f.partition_values.items())), []).append(f)
-    files = [f for group in groups.values() if len(group) > 1 for f in group]
-    metrics = {"numFilesAdded": 0, "numFilesRemoved": 0}
-    if files:
-        # Read through the DML reader: it drops rows deleted by deletion vectors and renames
-        # column-mapped physical columns, which a plain Parquet read would not.
-        parts = snap.partition_columns
-        df = read_target(spark, snap, files).drop(FILE_COL)
-        df = df.repartition(*parts) if parts else df.coalesce(1)
-        written = write_files(
-            df.select(*[f"`{c.name}`" for c in snap.schema]),
-            snap.root,
-            parts,
-            snap.schema,
-            data_change=False,
-        )
-        metrics = {"numFilesAdded": len(written.adds), "numFilesRemoved": len(files)}
-        txn = Transaction(dlog, snap, Operation.optimize(where))
-        txn.read_files([f.path for f in files], pruning.partition_filter(spark, snap, where))
-        txn.remove_files(replay.removes(snap, files, data_change=False))
-        txn.add_files(written.adds)
-        txn.metrics = dict(metrics)
-        try:
-            txn.commit()
-        except ConcurrentModificationException:
-            discard_files(snap.root, written.adds)
-            raise
-    return spark.createDataFrame([(path, metrics)], "path string, metrics map<string,long>")

@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from headwater import storage
-from headwater.delta import change_data, pruning, vectors
+from headwater.delta import change_data, column_values, identity, pruning, vectors
 from headwater.delta.commit_info import Operation
 from headwater.delta.data_files import STAGING_DIR, discard_files, local_path, write_files
 from headwater.delta.expressions import ExprLike, as_column, condition_text, holds
@@ -83,6 +83,7 @@ class _Written:
     matched_files: set[str]
     matched_pairs: int
     unmatched_target: int
+    identity_marks: dict[str, int]
 
 
 def merge(
@@ -112,6 +113,10 @@ def merge(
     if done:
         return Result(None, {})
     plan = _Merge(spark, snapshot, source, condition, clauses, target_alias or "target", evolve)
+    for c in clauses:  # a GENERATED ALWAYS identity column takes no value from a clause
+        if c.action in ("update", "insert"):
+            names = column_values.assigned_names(c.assignments, plan.src_columns)
+            identity.refuse_explicit(names, snapshot.schema, f"MERGE's {c.action} clause")
     if (plan.matched or plan.by_source) and vectors.applies(snapshot):
         return plan.run_with_vectors(txn)
     written, touched, n_source = plan.run()
@@ -238,7 +243,7 @@ class _Merge:
         metrics["numTargetRowsCopied"] = 0
         txn.read_files([f.path for f in self.read])
         try:
-            evolve_schema(txn, self.out_schema)
+            evolve_schema(txn, identity.with_marks(self.out_schema, written.identity_marks))
             version, metrics = vectors.commit(
                 txn,
                 deleted.select([FILE_COL, ROW_INDEX_COL]),
@@ -404,7 +409,11 @@ class _Merge:
         for more in results[1:]:
             result = result.unionByName(more)
         files = write_files(
-            result,
+            column_values.recompute(
+                result,
+                self.out_schema,
+                column_values.given_by_clauses(self.clauses, self.src_columns, self.out_schema),
+            ),
             self.snapshot.root,
             self.snapshot.partition_columns,
             self.out_schema,
@@ -418,6 +427,7 @@ class _Merge:
             {f for got in seen for f in got.get("__files") or []},
             sum(int(got.get("__pairs") or 0) for got in seen),
             sum(int(got.get("__unmatched") or 0) for got in seen),
+            files.identity_marks,
         )
 
     def _is(self, label: str) -> Column:
@@ -533,7 +543,7 @@ class _Merge:
             removed=removed,
             adds=written.adds,
             metrics=metrics,
-            schema=self.out_schema,
+            schema=identity.with_marks(self.out_schema, written.identity_marks),
             changes=self._changes,
         )
         return Result(version, metrics)

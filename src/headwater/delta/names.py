@@ -37,6 +37,14 @@ class TableNames(Protocol):
         """Create the table ``name`` (with ``if_not_exists``, or find it); its location."""
         ...
 
+    def name_at(self, location: str) -> str | None:
+        """The qualified name (``spark_catalog.db.t``) of the table at ``location``, if any."""
+        ...
+
+    def changed(self, name: str) -> None:
+        """The table ``name`` has a new schema: show it wherever names are listed."""
+        ...
+
 
 def attach(spark: SparkSession, names: TableNames) -> None:
     setattr(spark, _ATTRIBUTE, names)

@@ -49,9 +49,18 @@ WRITE_OPTIONS = {
 }
 
 
+# Older names delta-spark still accepts for the same option.
+_ALIASES = {"readchangedata": "readchangefeed"}
+
+
 def check_known(options: Mapping[str, str], known: set[str], context: str) -> dict[str, str]:
-    """Lower-cased copy of ``options``; raises :class:`OptionError` on an unknown name."""
-    lowered = {str(k).lower(): v for k, v in options.items()}
+    """Lower-cased copy of ``options`` (aliases under their current name); raises
+    :class:`OptionError` on an unknown name."""
+    lowered = {}
+    for k, v in options.items():
+        key = str(k).lower()
+        alias = _ALIASES.get(key)
+        lowered[alias if alias in known else key] = v
     for key in lowered:
         if key in known or key in _SPARK_INTERNAL:
             continue
@@ -114,6 +123,10 @@ class WriteSpec:
     txn: tuple[str, int] | None = None
     configuration: Mapping[str, str] | None = None
     description: str | None = None
+    # saveAsTable: a commit creating or replacing the table is logged as
+    # CREATE [OR REPLACE] TABLE AS SELECT, as delta-spark logs it (else WRITE).
+    as_table: bool = False
+    cluster_by: tuple[str, ...] | None = None  # liquid clustering (df.write.clusterBy)
 
     @classmethod
     def from_options(

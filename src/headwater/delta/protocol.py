@@ -32,19 +32,33 @@ LEGACY_WRITER_FEATURES: dict[int, frozenset[str]] = {
 _LEGACY = frozenset().union(*LEGACY_WRITER_FEATURES.values())
 # Features that need a reader to understand them (and so reader version 3, but for
 # columnMapping, which reader version 2 also expresses).
-_READER_FEATURES = frozenset({"columnMapping", "deletionVectors", "timestampNtz"})
+_READER_FEATURES = frozenset({"columnMapping", "deletionVectors", "timestampNtz", "typeWidening"})
+READER_WRITER_FEATURES = _READER_FEATURES | {"v2Checkpoint", "vacuumProtocolCheck", "variantType"}
+KNOWN_FEATURES = READER_WRITER_FEATURES | {
+    "allowColumnDefaults", "appendOnly", "changeDataFeed", "checkConstraints", "clustering",
+    "domainMetadata", "generatedColumns", "icebergCompatV1", "icebergCompatV2",
+    "identityColumns", "inCommitTimestamp", "invariants", "rowTracking",
+}  # fmt: skip
+# ``delta.feature.<name> = 'supported'`` in the properties lists a feature without using it.
+FEATURE_PROPERTY = "delta.feature."
 
 # Writer features whose rules every headwater commit keeps.
 HONOURED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
+        "allowColumnDefaults",  # defaults fill the columns a write leaves out
         "changeDataFeed",
         "checkConstraints",  # enforced on the rows written
+        "clustering",  # new files are unclustered; OPTIMIZE clusters (delta/clustering.py)
         "columnMapping",  # files are written under physical names
         "deletionVectors",
         "domainMetadata",
+        "generatedColumns",  # computed or checked on every write (delta/column_values.py)
+        "identityColumns",  # numbered past the high-water mark, recorded in the commit
         "invariants",
         "timestampNtz",
+        "typeWidening",  # ALTER applies only allowed widenings (delta/type_widening.py)
+        "typeWidening-preview",
         "vacuumProtocolCheck",
     }
 )
@@ -94,15 +108,40 @@ def needed_features(metadata: Metadata) -> frozenset[str]:
         found.add("identityColumns")
     if "delta.invariants" in schema:
         found.add("invariants")
+    if '"CURRENT_DEFAULT"' in schema:
+        found.add("allowColumnDefaults")
+    found |= declared_features(config)
+    if _true(config, "delta.enableTypeWidening") or '"delta.typeChanges"' in schema:
+        found.add("typeWidening")
     return frozenset(found)
+
+
+def declared_features(configuration: Mapping[str, str]) -> set[str]:
+    """Features named by ``delta.feature.<name> = 'supported'`` properties."""
+    by_lower = {f.lower(): f for f in KNOWN_FEATURES}
+    found = set()
+    for key, value in configuration.items():
+        if not key.lower().startswith(FEATURE_PROPERTY):
+            continue
+        name = key[len(FEATURE_PROPERTY) :]
+        if name.lower() not in by_lower or str(value).lower() not in ("supported", "enabled"):
+            raise UnsupportedFeatureError(
+                f"[DELTA_UNSUPPORTED_FEATURES_IN_CONFIG] Property {key} = '{value}': give a "
+                f"known feature the value 'supported'. Known features: "
+                f"{', '.join(sorted(KNOWN_FEATURES))}."
+            )
+        found.add(by_lower[name.lower()])
+    return found
 
 
 def required(metadata: Metadata, current: Protocol | None = None) -> Protocol:
     """The protocol a table with ``metadata`` needs: ``current`` (kept whole, never
     downgraded) plus whatever the metadata uses that it lacks."""
     needed = needed_features(metadata)
+    if current is not None and "typeWidening-preview" in writer_features(current):
+        needed -= {"typeWidening"}  # the preview name already carries the feature
     writers = set(needed) | (set(writer_features(current)) if current else set())
-    readers = {f for f in needed if f in _READER_FEATURES}
+    readers = {f for f in needed if f in READER_WRITER_FEATURES}
     if current is not None:
         readers |= reader_features(current)
     table_features = bool(writers - _LEGACY) or bool(readers - {"columnMapping"})

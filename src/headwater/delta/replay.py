@@ -13,23 +13,15 @@ from the snapshot's file list alone (:func:`removes`).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from headwater import storage
-from headwater.delta import deletion_vectors
-from headwater.delta.actions import AddFile, RemoveFile, decode_path, now_ms
+from headwater.delta import deletion_vectors, tolerant_log
+from headwater.delta.actions import AddFile, RemoveFile, now_ms
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.errors import CorruptLogError
-
-_CHECKPOINT = re.compile(
-    r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10})|\.([0-9a-fA-F-]{36}))?\.(parquet|json)$"
-)
 
 
 def has_vectors(snapshot: Snapshot) -> bool:
@@ -120,78 +112,25 @@ def referenced_vector_files(dlog: DeltaLog, version: int, since_ms: int) -> set[
 
 
 def _replay(dlog: DeltaLog, version: int) -> tuple[dict[str, dict], list[dict]]:
-    """(live adds by decoded path, the removes still in the log)."""
-    start, files, tombstones = _checkpoint(dlog, version)
-    state = {decode_path(a["path"]): a for a in files}
+    """(live adds by decoded path relative to the root, the removes still in the log).
+    Paths are compared decoded and relative, so an absolute ``file:`` spelling of a path
+    (old writers) pairs with its relative one as delta-spark pairs them."""
+    start, actions = tolerant_log.checkpoint_actions(dlog.log_dir, version, ("add", "remove"))
+    state = {_key(dlog, a["add"]["path"]): a["add"] for a in actions if "add" in a}
+    tombstones = [a["remove"] for a in actions if "remove" in a]
     for v in range(start + 1, version + 1):
-        actions = dlog.commit_actions(v)
+        commit = dlog.commit_actions(v)
         # A commit that replaces a file's vector removes and re-adds the same path: removes
         # first, whatever order the writer used, so the re-added file stays live.
-        for action in actions:
+        for action in commit:
             if "remove" in action:
-                state.pop(decode_path(action["remove"]["path"]), None)
+                state.pop(_key(dlog, action["remove"]["path"]), None)
                 tombstones.append(action["remove"])
-        for action in actions:
+        for action in commit:
             if "add" in action:
-                state[decode_path(action["add"]["path"])] = action["add"]
+                state[_key(dlog, action["add"]["path"])] = action["add"]
     return state, tombstones
 
 
-def _checkpoint(dlog: DeltaLog, version: int) -> tuple[int, list[dict], list[dict]]:
-    """(checkpoint version, its adds, its removes) of the newest complete checkpoint at or
-    before ``version``; (-1, [], []) when there is none."""
-    found: dict[int, dict[str, list[str]]] = {}
-    for info in storage.list_files(dlog.log_dir, recursive=False):
-        m = _CHECKPOINT.match(info.base_name)
-        if not m or int(m.group(1)) > version:
-            continue
-        v, parts, uid = int(m.group(1)), m.group(3), m.group(4)
-        key = uid or (f"multi-{parts}" if parts else "single")
-        found.setdefault(v, {}).setdefault(key, []).append(info.path)
-    for v in sorted(found, reverse=True):
-        for key, paths in found[v].items():
-            if key.startswith("multi-") and len(paths) != int(key.split("-", 1)[1]):
-                continue  # an incomplete multi-part checkpoint is ignored, as readers do
-            adds: list[dict] = []
-            removes_: list[dict] = []
-            for path in sorted(paths):
-                more_adds, more_removes = _checkpoint_actions(dlog, path)
-                adds += more_adds
-                removes_ += more_removes
-            return v, adds, removes_
-    return -1, [], []
-
-
-def _checkpoint_actions(dlog: DeltaLog, path: str) -> tuple[list[dict], list[dict]]:
-    if path.endswith(".json"):  # a V2 checkpoint written as JSON
-        text = storage.read_bytes(path).decode("utf-8")
-        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
-        adds = [a["add"] for a in actions if "add" in a]
-        removes_ = [a["remove"] for a in actions if "remove" in a]
-        sidecars = [a["sidecar"]["path"] for a in actions if "sidecar" in a]
-    else:
-        table = _read(path)
-        adds, removes_ = _non_null(table, "add"), _non_null(table, "remove")
-        sidecars = [s["path"] for s in _non_null(table, "sidecar")]
-    for sidecar in sidecars:
-        full = sidecar if "://" in sidecar else storage.join(dlog.log_dir, "_sidecars", sidecar)
-        table = _read(full)
-        adds += _non_null(table, "add")
-        removes_ += _non_null(table, "remove")
-    return adds, removes_
-
-
-def _read(path: str) -> pa.Table:
-    fs, p = storage.filesystem(path)
-    try:
-        schema = pq.read_schema(p, filesystem=fs)
-        columns = [c for c in ("add", "remove", "sidecar") if c in schema.names]
-        return pq.read_table(p, columns=columns, filesystem=fs)
-    except (OSError, pa.ArrowInvalid) as e:
-        raise CorruptLogError(f"Checkpoint file {path} cannot be read: {e}") from e
-
-
-def _non_null(table: pa.Table, column: str) -> list[dict]:
-    if column not in table.column_names:
-        return []
-    return [a for a in table.column(column).to_pylist() if a is not None]
+def _key(dlog: DeltaLog, logged: str) -> str:
+    return tolerant_log.file_key(dlog.root, logged)

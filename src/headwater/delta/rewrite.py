@@ -67,7 +67,7 @@ def evolve_schema(txn: Transaction, schema: StructType) -> None:
     if schema == snapshot.schema:
         return
     snapshot.check_writable(schema_change=True)
-    new = schemas.to_delta_json(schemas.as_nullable(schema))
+    new = schemas.to_delta_json(schemas.with_declared_not_null(schema))
     txn.update_metadata(replace(snapshot.metadata, schema_string=new))
 
 

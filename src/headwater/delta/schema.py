@@ -41,6 +41,14 @@ def as_nullable(dtype: D) -> D:
     return cast(D, out)
 
 
+def with_declared_not_null(schema: StructType) -> StructType:
+    """``schema`` as a new table stores it: top-level columns keep the nullability they
+    were declared with (NOT NULL is enforced on every write), nested fields are nullable."""
+    return StructType(
+        [StructField(f.name, as_nullable(f.dataType), f.nullable, f.metadata) for f in schema]
+    )
+
+
 def to_delta(schema: StructType) -> DeltaSchema:
     return DeltaSchema.from_json(to_delta_json(schema))
 

@@ -243,3 +243,15 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"The schema of source table {self.log.root} changed at version {version} "
                 f"(now: {new.simpleString()}). Restart the streaming query to read with the new schema."
             )
+        types = {f.name: f.dataType for f in current}
+        widened = [
+            f"{f.name} from {types[f.name].simpleString()} to {f.dataType.simpleString()}"
+            for f in new
+            if f.name in types and types[f.name] != f.dataType
+        ]
+        if widened:  # rows of the new type would not fit the stream's old schema
+            raise StreamingSourceChangedError(
+                f"[DELTA_STREAMING_CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION] The type of "
+                f"column(s) {', '.join(widened)} of source table {self.log.root} changed at "
+                f"version {version}. Restart the streaming query to read with the new types."
+            )

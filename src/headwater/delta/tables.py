@@ -8,18 +8,33 @@ through the session's catalog (:mod:`.names`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DataType, StructField, StructType
 
-from headwater.delta import dml, history, maintenance, merge, names
-from headwater.delta.create import create_table
+from headwater.delta import (
+    arguments,
+    clustering,
+    column_values,
+    dml,
+    features,
+    history,
+    identity,
+    maintenance,
+    merge,
+    names,
+    optimize,
+)
+from headwater.delta.create import create_table, replace_table
 from headwater.delta.expressions import ExprLike
 from headwater.delta.log import DeltaLog
 from headwater.delta.merge_clauses import Clause, ClauseAction, ClauseKind
 from headwater.delta.read import read_delta
-from headwater.errors import DeltaError, TableAlreadyExistsError, TableNotFoundError
+from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.sqltypes import parse_type
 
 
@@ -36,13 +51,30 @@ class DeltaTable:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def forPath(cls, sparkSession: SparkSession, path: str) -> DeltaTable:
+    def forPath(
+        cls,
+        sparkSession: SparkSession,
+        path: str,
+        hadoopConf: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """``hadoopConf``: file-system settings (``fs.*``) for this table, as delta-spark
+        takes them; local and already-configured stores need none."""
+        arguments.string(path, "path")
+        conf = arguments.string_map(hadoopConf, "hadoopConf")
+        if conf:
+            warnings.warn(
+                f"DeltaTable.forPath: hadoopConf ({', '.join(sorted(conf))}) is not applied to "
+                "the Delta log yet; set file-system credentials in the Spark session's "
+                "spark.hadoop.* configuration.",
+                stacklevel=2,
+            )
         if not DeltaLog(path).exists():
             raise TableNotFoundError(f"[DELTA_MISSING_DELTA_TABLE] {path} is not a Delta table.")
         return cls(sparkSession, path)
 
     @classmethod
     def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
+        arguments.string(tableOrViewName, "tableOrViewName")
         return cls.forPath(sparkSession, names.of(sparkSession).location(tableOrViewName))
 
     @classmethod
@@ -51,14 +83,39 @@ class DeltaTable:
 
     @classmethod
     def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
-        return DeltaTableBuilder(_session(sparkSession), if_not_exists=False)
+        return DeltaTableBuilder(_session(sparkSession), "create")
 
     @classmethod
     def createIfNotExists(
         cls,
         sparkSession: SparkSession | None = None,
     ) -> DeltaTableBuilder:
-        return DeltaTableBuilder(_session(sparkSession), if_not_exists=True)
+        return DeltaTableBuilder(_session(sparkSession), "createIfNotExists")
+
+    @classmethod
+    def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """Replace an existing table (its history stays: time travel reaches before)."""
+        return DeltaTableBuilder(_session(sparkSession), "replace")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(_session(sparkSession), "createOrReplace")
+
+    @classmethod
+    def convertToDelta(
+        cls,
+        sparkSession: SparkSession,
+        identifier: str,
+        partitionSchema: str | StructType | None = None,
+    ) -> DeltaTable:
+        """Make a directory of Parquet files (``parquet.`/path```) a Delta table in place:
+        a log over the existing files, with their stats; no data is rewritten."""
+        from headwater.delta.convert import convert_to_delta
+
+        arguments.string(identifier, "identifier")
+        if partitionSchema is not None and not isinstance(partitionSchema, (str, StructType)):
+            raise TypeError("partitionSchema must be a DDL string or a StructType.")
+        return cls(sparkSession, convert_to_delta(sparkSession, identifier, partitionSchema))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -70,6 +127,8 @@ class DeltaTable:
         return DeltaTable(self._spark, self._path, aliasName)
 
     def history(self, limit: int | None = None) -> DataFrame:
+        if limit is not None:
+            arguments.integer(limit, "limit")
         return history.history(self._spark, self._path, limit)
 
     def detail(self) -> DataFrame:
@@ -78,14 +137,13 @@ class DeltaTable:
     # -- DML ---------------------------------------------------------------------------------
 
     def delete(self, condition: ExprLike | None = None) -> None:
-        dml.delete(self._spark, self._path, condition)
+        dml.delete(self._spark, self._path, arguments.condition(condition))
 
     def update(
         self, condition: ExprLike | None = None, set: Mapping[str, ExprLike] | None = None
     ) -> None:
-        if set is None:  # update(set={...}) without a condition, as delta-spark allows
-            raise ValueError("update() needs set={column: expression}.")
-        dml.update(self._spark, self._path, condition, set)
+        values = arguments.assignments(set, "'set'")  # update(set={...}) alone: every row
+        dml.update(self._spark, self._path, arguments.condition(condition), values)
 
     def updateExpr(
         self, condition: str | None = None, set: Mapping[str, str] | None = None
@@ -93,6 +151,8 @@ class DeltaTable:
         self.update(condition, set)
 
     def merge(self, source: DataFrame, condition: ExprLike) -> DeltaMergeBuilder:
+        arguments.dataframe(source, "source")
+        arguments.condition(condition, "condition", required=True)
         return DeltaMergeBuilder(self, source, condition)
 
     # -- maintenance -----------------------------------------------------------------------
@@ -110,10 +170,46 @@ class DeltaTable:
         generate(self._path, mode)
 
     def restoreToVersion(self, version: int) -> DataFrame:
+        arguments.integer(version, "version")
         return maintenance.restore(self._spark, self._path, version=version)
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
+        arguments.string(timestamp, "timestamp")
         return maintenance.restore(self._spark, self._path, timestamp=timestamp)
+
+    # -- protocol ----------------------------------------------------------------------------
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        features.upgrade_protocol(self._path, readerVersion, writerVersion)
+
+    def addFeatureSupport(self, featureName: str) -> None:
+        features.add_feature(self._path, arguments.string(featureName, "featureName"))
+
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        arguments.string(featureName, "featureName")
+        truncate = (
+            False
+            if truncateHistory is None
+            else arguments.boolean(truncateHistory, "truncateHistory")
+        )
+        features.drop_feature(self._path, featureName, truncate)
+
+
+@dataclass(frozen=True)
+class IdentityGenerator:
+    """An identity column's numbering, as delta-spark's builder takes it
+    (``addColumn("id", "BIGINT", generatedAlwaysAs=IdentityGenerator(start=1, step=1))``)."""
+
+    start: int = 1
+    step: int = 1
+
+
+BuilderMode = Literal["create", "createIfNotExists", "replace", "createOrReplace"]
+
+# delta-spark's MERGE result row, in its column order.
+MERGE_RESULT_SCHEMA = (
+    "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long"
+)
 
 
 class DeltaMergeBuilder:
@@ -139,29 +235,34 @@ class DeltaMergeBuilder:
     def whenMatchedUpdate(
         self, condition: ExprLike | None = None, set: Mapping[str, ExprLike] | None = None
     ) -> DeltaMergeBuilder:
-        return self._add("matched", "update", condition, dict(set or {}))
+        set = arguments.assignments(set, "'set' in whenMatchedUpdate")
+        return self._add("matched", "update", arguments.condition(condition), dict(set))
 
     def whenMatchedUpdateAll(self, condition: ExprLike | None = None) -> DeltaMergeBuilder:
-        return self._add("matched", "update", condition)
+        return self._add("matched", "update", arguments.condition(condition))
 
     def whenMatchedDelete(self, condition: ExprLike | None = None) -> DeltaMergeBuilder:
-        return self._add("matched", "delete", condition)
+        return self._add("matched", "delete", arguments.condition(condition))
 
     def whenNotMatchedInsert(
         self, condition: ExprLike | None = None, values: Mapping[str, ExprLike] | None = None
     ) -> DeltaMergeBuilder:
-        return self._add("not_matched", "insert", condition, dict(values or {}))
+        values = arguments.assignments(values, "'values' in whenNotMatchedInsert")
+        return self._add("not_matched", "insert", arguments.condition(condition), dict(values))
 
     def whenNotMatchedInsertAll(self, condition: ExprLike | None = None) -> DeltaMergeBuilder:
-        return self._add("not_matched", "insert", condition)
+        return self._add("not_matched", "insert", arguments.condition(condition))
 
     def whenNotMatchedBySourceUpdate(
         self, condition: ExprLike | None = None, set: Mapping[str, ExprLike] | None = None
     ) -> DeltaMergeBuilder:
-        return self._add("not_matched_by_source", "update", condition, dict(set or {}))
+        set = arguments.assignments(set, "'set' in whenNotMatchedBySourceUpdate")
+        return self._add(
+            "not_matched_by_source", "update", arguments.condition(condition), dict(set)
+        )
 
     def whenNotMatchedBySourceDelete(self, condition: ExprLike | None = None) -> DeltaMergeBuilder:
-        return self._add("not_matched_by_source", "delete", condition)
+        return self._add("not_matched_by_source", "delete", arguments.condition(condition))
 
     def withSchemaEvolution(self) -> DeltaMergeBuilder:
         self._evolve = True
@@ -173,18 +274,15 @@ class DeltaMergeBuilder:
         result = merge.merge(
             t._spark, t.path, self._source, self._condition, self._clauses, t._alias, self._evolve
         )
-        keys = {
-            "numTargetRowsUpdated": "num_updated_rows",
-            "numTargetRowsDeleted": "num_deleted_rows",
-            "numTargetRowsInserted": "num_inserted_rows",
-        }
-        row = {"num_affected_rows": sum(result.metrics.get(k, 0) for k in keys)}
-        row.update({snake: result.metrics.get(k, 0) for k, snake in keys.items()})
-        return t._spark.createDataFrame([row])
+        keys = ("numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsInserted")
+        counts = [int(result.metrics.get(k, 0)) for k in keys]
+        return t._spark.createDataFrame([(sum(counts), *counts)], MERGE_RESULT_SCHEMA)
 
 
 class DeltaOptimizeBuilder:
-    """``DeltaTable.optimize().where(...).executeCompaction()``, as in delta-spark."""
+    """``DeltaTable.optimize().where(...).executeCompaction()`` / ``.executeZOrderBy(...)``,
+    as in delta-spark; each returns ``(path, metrics)`` with delta-spark's metrics struct.
+    On a clustered table both cluster the files not yet clustered (:mod:`.optimize`)."""
 
     def __init__(self, spark: SparkSession, path: str) -> None:
         self._spark = spark
@@ -197,32 +295,41 @@ class DeltaOptimizeBuilder:
 
     def executeCompaction(self) -> DataFrame:
         """Rewrite each partition's small files into one (dataChange=false)."""
-        return maintenance.optimize(self._spark, self._path, self._where)
+        return optimize.optimize(self._spark, self._path, self._where)
+
+    def executeZOrderBy(self, *cols: str | list[str]) -> DataFrame:
+        """Rewrite each selected partition's files along a Z-order curve over ``cols``."""
+        columns = [c for group in cols for c in ([group] if isinstance(group, str) else group)]
+        if not columns:
+            raise ValueError("executeZOrderBy() needs at least one column name.")
+        return optimize.optimize(self._spark, self._path, self._where, columns)
 
 
 class DeltaTableBuilder:
-    """``DeltaTable.create(spark).tableName(...).addColumn(...)....execute()``"""
+    """``DeltaTable.create(spark).tableName(...).addColumn(...)....execute()``, and the
+    ``createIfNotExists`` / ``replace`` / ``createOrReplace`` builders."""
 
-    def __init__(self, spark: SparkSession, if_not_exists: bool) -> None:
+    def __init__(self, spark: SparkSession, mode: BuilderMode) -> None:
         self._spark = spark
-        self._if_not_exists = if_not_exists
+        self._mode = mode
         self._name: str | None = None
         self._location: str | None = None
         self._fields: list[StructField] = []
         self._partitions: list[str] = []
         self._properties: dict[str, str] = {}
         self._comment: str | None = None
+        self._cluster_by: list[str] = []
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
-        self._name = identifier
+        self._name = arguments.string(identifier, "Table name")
         return self
 
     def location(self, location: str) -> DeltaTableBuilder:
-        self._location = location
+        self._location = arguments.string(location, "Location")
         return self
 
     def comment(self, comment: str) -> DeltaTableBuilder:
-        self._comment = comment
+        self._comment = arguments.string(comment, "Table comment")
         return self
 
     def addColumn(
@@ -230,47 +337,139 @@ class DeltaTableBuilder:
         colName: str,
         dataType: str | DataType,
         nullable: bool = True,
-        **_: object,
+        generatedAlwaysAs: str | None = None,
+        generatedByDefaultAs: object | None = None,
+        comment: str | None = None,
     ) -> DeltaTableBuilder:
+        """``nullable=False`` makes a NOT NULL column, enforced on every write."""
+        arguments.string(colName, "Column name")
+        arguments.data_type(dataType, "Column data type")
+        arguments.boolean(nullable, "Column nullable")
+        arguments.optional_string(comment, "Column comment")
+        for given in (generatedAlwaysAs, generatedByDefaultAs):
+            if given is not None and not isinstance(given, (str, IdentityGenerator)):
+                raise TypeError(
+                    f"Column {colName}: generatedAlwaysAs takes a SQL expression string or an "
+                    f"IdentityGenerator, found {type(given).__name__}."
+                )
+        if isinstance(generatedByDefaultAs, str):
+            raise TypeError("generatedByDefaultAs takes an IdentityGenerator.")
         dtype = parse_type(dataType) if isinstance(dataType, str) else dataType
-        self._fields.append(StructField(colName, dtype, True))
+        metadata = {"comment": comment} if comment is not None else {}
+        field = StructField(colName, dtype, nullable, metadata)
+        if isinstance(generatedAlwaysAs, str):
+            field = column_values.with_generation(field, generatedAlwaysAs)
+        elif isinstance(generatedAlwaysAs, IdentityGenerator):
+            field = identity.declare(field, generatedAlwaysAs.start, generatedAlwaysAs.step)
+        elif isinstance(generatedByDefaultAs, IdentityGenerator):
+            g = generatedByDefaultAs
+            field = identity.declare(field, g.start, g.step, always=False)
+        self._fields.append(field)
         return self
 
     def addColumns(self, cols: StructType | list[StructField]) -> DeltaTableBuilder:
-        self._fields.extend(StructField(f.name, f.dataType, True) for f in cols)
+        if not isinstance(cols, (StructType, list)) or not all(
+            isinstance(f, StructField) for f in cols
+        ):
+            raise TypeError("addColumns takes a StructType or a list of StructField.")
+        self._fields.extend(cols)
         return self
 
     def partitionedBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
         self._partitions = [
             c for group in cols for c in ([group] if isinstance(group, str) else group)
         ]
+        for c in self._partitions:
+            arguments.string(c, "Partition column name")
+        return self
+
+    def clusterBy(self, *cols: str | list[str]) -> DeltaTableBuilder:
+        """Liquid clustering columns (at most 4; not with partitionedBy)."""
+        self._cluster_by = [
+            c for group in cols for c in ([group] if isinstance(group, str) else group)
+        ]
         return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
-        self._properties[key] = value
+        self._properties[arguments.string(key, "Property key")] = arguments.string(
+            value, "Property value"
+        )
         return self
 
     def execute(self) -> DeltaTable:
+        if not self._name and not self._location:
+            raise ValueError(f"DeltaTable.{self._mode}() needs .tableName(...) or .location(...).")
+        if not self._fields:
+            raise ValueError(f"DeltaTable.{self._mode}() needs columns: call addColumn(s).")
         schema = StructType(self._fields)
+        if self._mode in ("replace", "createOrReplace"):
+            return self._replace(schema)
+        if_not_exists = self._mode == "createIfNotExists"
         if self._name:
-            location = names.of(self._spark).create(
-                self._name,
-                schema,
+            with clustering.creating(self._cluster_by):
+                location = names.of(self._spark).create(
+                    self._name,
+                    schema,
+                    self._location,
+                    self._partitions,
+                    self._properties,
+                    self._comment,
+                    if_not_exists,
+                )
+            return DeltaTable(self._spark, location)
+        assert self._location is not None
+        try:
+            create_table(
                 self._location,
+                schema,
                 self._partitions,
                 self._properties,
                 self._comment,
-                self._if_not_exists,
+                cluster_by=self._cluster_by,
             )
-            return DeltaTable(self._spark, location)
-        if not self._location:
-            raise DeltaError("DeltaTable.create() needs .tableName(...) or .location(...).")
-        try:
-            create_table(self._location, schema, self._partitions, self._properties, self._comment)
         except TableAlreadyExistsError:
-            if not self._if_not_exists:
+            if not if_not_exists:
                 raise
         return DeltaTable(self._spark, self._location)
+
+    def _replace(self, schema: StructType) -> DeltaTable:
+        or_create = self._mode == "createOrReplace"
+        catalog = names.of(self._spark) if self._name else None
+        location = self._location
+        if catalog is not None and self._name is not None:
+            try:
+                location = catalog.location(self._name)
+            except TableNotFoundError:
+                if not or_create:
+                    raise TableNotFoundError(
+                        f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {self._name} cannot be "
+                        "replaced as it does not exist. Use DeltaTable.createOrReplace() to "
+                        "create it."
+                    ) from None
+                with clustering.creating(self._cluster_by):
+                    location = catalog.create(
+                        self._name,
+                        schema,
+                        self._location,
+                        self._partitions,
+                        self._properties,
+                        self._comment,
+                        False,
+                    )
+                return DeltaTable(self._spark, location)
+        assert location is not None
+        replace_table(
+            location,
+            schema,
+            self._partitions,
+            self._properties,
+            self._comment,
+            create_if_missing=or_create,
+            cluster_by=self._cluster_by,
+        )
+        if catalog is not None and self._name is not None:
+            catalog.changed(self._name)
+        return DeltaTable(self._spark, location)
 
 
 def _session(spark: SparkSession | None) -> SparkSession:

@@ -10,6 +10,8 @@ makes a replayed write a no-op. All of it lands as one version.
 from __future__ import annotations
 
 import logging
+import random
+import time
 import uuid
 from dataclasses import dataclass, replace
 
@@ -17,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from headwater.delta import protocol, replay
+from headwater.delta import clustering, column_values, identity, protocol, replay
 from headwater.delta import schema as schemas
 from headwater.delta.actions import Metadata, now_ms
 from headwater.delta.commit_info import Operation
@@ -29,6 +31,7 @@ from headwater.delta.read import read_snapshot
 from headwater.delta.transaction import Transaction
 from headwater.errors import (
     ConcurrentModificationException,
+    MetadataChangedException,
     ProtocolChangedException,
     SchemaMismatchError,
     TableAlreadyExistsError,
@@ -36,6 +39,9 @@ from headwater.errors import (
 )
 
 log = logging.getLogger(__name__)
+# Writes into a table with identity columns race on its high-water mark; each lost race
+# costs one rewrite of the batch.
+IDENTITY_ATTEMPTS = 10
 
 
 @dataclass(frozen=True)
@@ -59,10 +65,18 @@ def write(
     """
     dlog = DeltaLog(path)
     attempts = 3
-    for attempt in range(attempts):
+    for attempt in range(IDENTITY_ATTEMPTS):
         snapshot = _snapshot_or_none(dlog)
         try:
             return _write(df, dlog, snapshot, spec, operation)
+        except MetadataChangedException:
+            # Identity values were numbered from a high-water mark a concurrent write has
+            # since moved: number them again from the new one (the files were discarded).
+            numbered = snapshot is not None and identity.of(snapshot.schema)
+            if not numbered or attempt == IDENTITY_ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0.05, 0.5) * (attempt + 1))
+            log.info("%s: identity high-water mark moved; writing again", dlog.root)
         except ProtocolChangedException:
             if snapshot is not None or attempt == attempts - 1:
                 raise
@@ -106,11 +120,7 @@ def _write(
         protocol.check_writable(
             snapshot.protocol, snapshot.metadata, dlog.root, removes=mode == "overwrite"
         )
-    txn = Transaction(
-        dlog,
-        snapshot,
-        operation or Operation.write(mode, partition_by, spec.replace_where),
-    )
+    txn = Transaction(dlog, snapshot, operation or _operation(snapshot, mode, spec))
     if spec.txn is not None:
         done = txn.app_version(spec.txn[0])
         if done is not None and done >= spec.txn[1]:
@@ -134,6 +144,7 @@ def _write(
             snapshot.check_writable(schema_change=True)
         # Already in the table's column order, names and types (every micro-batch of a
         # stream): nothing to select, which saves the JVM calls of a projection.
+        identity.refuse_explicit(df.columns, snapshot.schema, f"The write to {dlog.root}")
         out = df if data_schema == target else _conform(df, target)
 
     replaced: list[DataFile] | None = None
@@ -149,6 +160,8 @@ def _write(
             txn.read_files([f.path for f in replaced])
 
     part_cols = _resolve_names(target, table_partitions)
+    if spec.cluster_by is not None:  # refused before any file is written
+        _check_clustering(snapshot, spec, target, part_cols)
     if snapshot is None:
         dlog.claim()
     written = write_files(
@@ -161,6 +174,17 @@ def _write(
         max_records_per_file=spec.max_records_per_file,
     )
     schema_changed = _stage_metadata(txn, snapshot, target, part_cols, spec)
+    if written.identity_marks:
+        txn.update_metadata(
+            replace(
+                txn.metadata,
+                schema_string=identity.schema_string(
+                    txn.metadata.schema_string, written.identity_marks
+                ),
+            )
+        )
+    if spec.cluster_by is not None:
+        _stage_clustering(txn, snapshot, spec)
     if replaced:
         txn.remove_files(replay.removes(snapshot, replaced))  # type: ignore[arg-type]
     txn.add_files(written.adds)
@@ -181,6 +205,18 @@ def _write(
         created=snapshot is None,
         schema_changed=schema_changed,
     )
+
+
+def _operation(snapshot: Snapshot | None, mode: str, spec: WriteSpec) -> Operation:
+    if spec.as_table and (snapshot is None or mode == "overwrite"):
+        return Operation.create_table(
+            spec.partition_by,
+            dict(spec.configuration or {}),
+            spec.description,
+            as_select=True,
+            replace=snapshot is not None,
+        )
+    return Operation.write(mode, spec.partition_by, spec.replace_where)
 
 
 def _stage_metadata(
@@ -224,6 +260,31 @@ def _stage_metadata(
     return txn.changes_schema
 
 
+def _check_clustering(
+    snapshot: Snapshot | None, spec: WriteSpec, schema: StructType, partition_by: list[str]
+) -> None:
+    """``df.write.clusterBy(...)``: columns a new (or schema-replacing) table can be
+    clustered by; an append to a table clustered otherwise is refused, as in delta-spark."""
+    assert spec.cluster_by is not None
+    if snapshot is None or spec.overwrite_schema:
+        clustering.check(spec.cluster_by, schema, partition_by)
+        return
+    current = clustering.columns_of(snapshot) or []
+    if [c.lower() for c in current] != [c.lower() for c in spec.cluster_by]:
+        raise SchemaMismatchError(
+            f"[DELTA_CLUSTERING_COLUMNS_MISMATCH] clusterBy({', '.join(spec.cluster_by)}) does "
+            f"not match the clustering columns of {snapshot.root} "
+            f"({', '.join(current) or 'none'}). Drop clusterBy, change the table's columns "
+            "with ALTER TABLE ... CLUSTER BY, or overwrite with overwriteSchema=true."
+        )
+
+
+def _stage_clustering(txn: Transaction, snapshot: Snapshot | None, spec: WriteSpec) -> None:
+    """The clustering of a table this write creates or redefines (checked already)."""
+    if spec.cluster_by is not None and (snapshot is None or spec.overwrite_schema):
+        clustering.stage(txn, spec.cluster_by)
+
+
 def _metrics(written: Written) -> dict[str, int | str]:
     return {
         "numFiles": len(written.adds),
@@ -238,13 +299,14 @@ def _resolve_names(schema: StructType, names: list[str]) -> list[str]:
 
 
 def _conform(df: DataFrame, target: StructType) -> DataFrame:
-    """Select the data in the table's column order and names; missing columns write null."""
+    """Select the data in the table's column order and names; missing columns write null,
+    their default, or (generated columns) their expression."""
     present = {f.name.lower(): f for f in df.schema}
     cols = []
     for f in target:
         src = present.get(f.name.lower())
         if src is None:
-            cols.append(F.lit(None).cast(f.dataType).alias(f.name))
+            cols.append(column_values.missing_value(f).alias(f.name))
         elif src.dataType != f.dataType:
             cols.append(F.col(f"`{src.name}`").cast(f.dataType).alias(f.name))
         else:

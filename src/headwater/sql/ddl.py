@@ -8,8 +8,6 @@ written through :func:`headwater.delta.write.write`, altered through
 
 from __future__ import annotations
 
-import logging
-
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
@@ -18,7 +16,9 @@ from sqlglot.tokens import TokenType
 from headwater.catalog import Catalog
 from headwater.catalog.names import parse as parse_name
 from headwater.delta import alter as delta_alter
+from headwater.delta import clustering, column_values, identity
 from headwater.delta.commit_info import Operation
+from headwater.delta.create import replace_table
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import WriteSpec
 from headwater.delta.tables import DeltaTable
@@ -30,11 +30,10 @@ from headwater.sql.refs import entry_of, from_table, in_spark_catalog, is_delta,
 from headwater.sql.text import DIALECT, parse
 from headwater.sqltypes import parse_type
 
-log = logging.getLogger(__name__)
-
 _KNOWN = (
     exp.FileFormatProperty,
     exp.PartitionedByProperty,
+    exp.ClusterProperty,
     exp.LocationProperty,
     exp.SchemaCommentProperty,
     exp.ExternalProperty,
@@ -69,7 +68,7 @@ def create(ctx: Context) -> DataFrame | object:
     if unknown:
         raise ctx.stmt.error(
             f"Not supported for Delta tables: {unknown[0].sql(DIALECT)}. Supported: columns, "
-            "PARTITIONED BY, LOCATION, TBLPROPERTIES, COMMENT."
+            "PARTITIONED BY, CLUSTER BY, LOCATION, TBLPROPERTIES, COMMENT."
         )
     schema_node = tree.this if isinstance(tree.this, exp.Schema) else None
     table = schema_node.this if schema_node is not None else tree.this
@@ -100,12 +99,15 @@ class _Spec:
         self.location: str | None = ref.path
         self.properties: dict[str, str] = {}
         self.comment: str | None = None
+        self.cluster_by: list[str] | None = None
         for p in props:
             if isinstance(p, exp.PartitionedByProperty):
                 cols = p.this.expressions if isinstance(p.this, exp.Schema) else [p.this]
                 if not all(isinstance(c, (exp.Identifier, exp.Column)) for c in cols):
                     raise ctx.stmt.error("PARTITIONED BY takes column names, e.g. (day, region).")
                 self.partitions = [c.name for c in cols]
+            elif isinstance(p, exp.ClusterProperty):
+                self.cluster_by = _cluster_columns(ctx, p) or None
             elif isinstance(p, exp.LocationProperty):
                 if ref.path is not None:
                     raise ctx.stmt.error("A table given by path (delta.`...`) takes no LOCATION.")
@@ -129,6 +131,7 @@ class _Spec:
             partition_by=tuple(self.partitions),
             configuration=dict(self.properties) or None,
             description=self.comment,
+            cluster_by=tuple(self.cluster_by) if self.cluster_by else None,
         )
 
     def operation(self, as_select: bool, replace: bool) -> Operation:
@@ -143,25 +146,71 @@ class _Spec:
         return entry.location if entry is not None else None
 
 
+def _cluster_columns(ctx: Context, p: exp.ClusterProperty) -> list[str]:
+    """``CLUSTER BY (a, b)`` as names; ``CLUSTER BY NONE`` as none."""
+    cols = list(p.expressions)
+    if not cols:
+        none = p.this if isinstance(p.this, str) else getattr(p.this, "name", "")
+        if str(none).upper() == "NONE":
+            return []
+        raise ctx.stmt.error("CLUSTER BY takes column names, e.g. (day, region), or NONE.")
+    if not all(
+        isinstance(c, exp.Identifier) or (isinstance(c, exp.Column) and not c.table) for c in cols
+    ):
+        raise ctx.stmt.error(
+            "CLUSTER BY takes top-level column names, e.g. (day, region); AUTO and "
+            "expressions are not supported."
+        )
+    return [c.name for c in cols]
+
+
 def _columns(ctx: Context, defs: list[exp.Expression]) -> StructType:
     fields = []
     for d in defs:
         if not isinstance(d, exp.ColumnDef) or d.args.get("kind") is None:
             raise ctx.stmt.error(f"Expected a column definition (name type), got {d.sql(DIALECT)}.")
+        nullable, metadata = True, {}
+        identity_of: tuple[int, int, bool] | None = None
         for c in d.args.get("constraints") or []:
             kind = c.args.get("kind")
-            if isinstance(kind, exp.NotNullColumnConstraint):
-                log.warning("column %s: NOT NULL is not enforced yet; created nullable", d.name)
-            elif not isinstance(kind, exp.CommentColumnConstraint):
+            if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+                nullable = False  # enforced on every write (headwater.delta.constraints)
+            elif isinstance(kind, exp.CommentColumnConstraint):
+                metadata["comment"] = kind.this.name
+            elif isinstance(kind, exp.ComputedColumnConstraint):
+                metadata[column_values.GENERATION] = kind.this.sql("spark")
+            elif isinstance(kind, exp.DefaultColumnConstraint):
+                metadata[column_values.DEFAULT] = kind.this.sql("spark")
+            elif isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
+                identity_of = (
+                    _number(ctx, kind.args.get("start"), 1),
+                    _number(ctx, kind.args.get("increment"), 1),
+                    bool(kind.this),  # True: ALWAYS, False: BY DEFAULT
+                )
+            else:
                 raise ctx.stmt.error(
-                    f"Column {d.name}: {c.sql(DIALECT)} is not supported yet (only COMMENT and NOT NULL)."
+                    f"Column {d.name}: {c.sql(DIALECT)} is not supported yet (COMMENT, NOT NULL, "
+                    "DEFAULT, GENERATED ALWAYS AS (expr) and identity columns are)."
                 )
         try:
             dtype = parse_type(d.args["kind"].sql("spark"))
         except ValueError as e:
             raise ctx.stmt.error(f"Column {d.name}: {e}") from e
-        fields.append(StructField(d.name, dtype, True))
+        field = StructField(d.name, dtype, nullable, metadata)
+        if identity_of is not None:
+            field = identity.declare(field, *identity_of)
+        fields.append(field)
     return StructType(fields)
+
+
+def _number(ctx: Context, node: exp.Expression | None, default: int) -> int:
+    """START WITH / INCREMENT BY values (signed integers)."""
+    if node is None:
+        return default
+    try:
+        return int(node.sql("spark"))
+    except ValueError:
+        raise ctx.stmt.error(f"Expected an integer, got {node.sql('spark')}.") from None
 
 
 def _create_empty(
@@ -171,8 +220,14 @@ def _create_empty(
     if existing is not None and replace:
         if not columns:
             raise ctx.stmt.error("CREATE OR REPLACE TABLE needs the new columns.")
-        empty = ctx.spark.createDataFrame([], columns)
-        write(empty, existing, spec.write_spec(True), spec.operation(False, True))
+        replace_table(
+            existing,
+            columns,
+            spec.partitions,
+            spec.properties,
+            spec.comment,
+            create_if_missing=True,
+        )
         _mirror(ctx, spec.ref)
         return ctx.empty()
     if not columns:
@@ -190,6 +245,8 @@ def _create_empty(
     if spec.location:
         builder = builder.location(spec.location)
     builder = builder.addColumns(columns).partitionedBy(*spec.partitions)
+    if spec.cluster_by:
+        builder = builder.clusterBy(*spec.cluster_by)
     for key, value in spec.properties.items():
         builder = builder.property(key, value)
     if spec.comment is not None:
@@ -288,7 +345,7 @@ def alter(ctx: Context) -> DataFrame | object:
     actions = tree.args.get("actions") if isinstance(tree, exp.Alter) else None
     supported = (
         "supported on Delta tables: ADD COLUMN(S), SET TBLPROPERTIES, ADD CONSTRAINT ... "
-        "CHECK, DROP CONSTRAINT"
+        "CHECK, DROP CONSTRAINT, CLUSTER BY, ALTER COLUMN c TYPE / CHANGE COLUMN c c <type>"
     )
     if not actions:
         raise ctx.stmt.error(f"This ALTER TABLE is not supported yet ({supported}).")
@@ -301,6 +358,12 @@ def alter(ctx: Context) -> DataFrame | object:
         elif isinstance(action, exp.AlterSet) and action.expressions:
             props = _Spec(ctx, ref, list(action.expressions[0].expressions)).properties
             delta_alter.set_properties(table.path, props)
+        elif isinstance(action, exp.ClusterProperty):
+            clustering.alter(table.path, _cluster_columns(ctx, action) or None)
+        elif isinstance(action, exp.AlterColumn) and _is_type_change(action):
+            _change_column(ctx, table.path, action)
+            if table.entry is not None:
+                Catalog.of(ctx.spark).register_in_spark(table.entry)
         elif isinstance(action, exp.AddConstraint) and (check := _check(action)) is not None:
             name, expression = check
             delta_alter.add_constraint(ctx.spark, table.path, name, expression)
@@ -310,6 +373,26 @@ def alter(ctx: Context) -> DataFrame | object:
         else:
             raise ctx.stmt.error(f"ALTER TABLE {action.sql(DIALECT)} is not {supported}.")
     return ctx.empty()
+
+
+def _is_type_change(action: exp.AlterColumn) -> bool:
+    """``ALTER COLUMN c TYPE t`` or ``CHANGE [COLUMN] c c t [COMMENT '...']`` (no rename)."""
+    args = {k for k, v in action.args.items() if v not in (None, False)}
+    rename = action.args.get("rename_to")
+    same = rename is None or rename.name.lower() == action.this.name.lower()
+    return args <= {"this", "dtype", "comment", "rename_to"} and same and len(args) > 1
+
+
+def _change_column(ctx: Context, path: str, action: exp.AlterColumn) -> None:
+    dtype = action.args.get("dtype") or None
+    comment = action.args.get("comment") or None  # False when CHANGE COLUMN has none
+    try:
+        new_type = parse_type(dtype.sql("spark")) if dtype is not None else None
+    except ValueError as e:
+        raise ctx.stmt.error(f"Column {action.this.name}: {e}") from e
+    delta_alter.change_column(
+        path, action.this.name, new_type, comment.name if comment is not None else None
+    )
 
 
 def _check(action: exp.AddConstraint) -> tuple[str, str] | None:

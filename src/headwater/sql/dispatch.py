@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
 from headwater.originals import original
-from headwater.sql import ddl, dml, maintenance
+from headwater.sql import conversion, ddl, dml, maintenance
 from headwater.sql.context import PASS, Context, SqlFn
 from headwater.sql.copy_into import copy_into
 from headwater.sql.cursor import Cursor
@@ -37,6 +37,9 @@ Args = dict[str, Any] | list[Any] | None
 
 HANDLERS: dict[str, Callable[[Context], Any]] = {
     "describe": maintenance.describe,
+    "describe_table": conversion.describe_table,
+    "convert": conversion.convert,
+    "generate": conversion.generate,
     "optimize": maintenance.optimize,
     "vacuum": maintenance.vacuum,
     "restore": maintenance.restore,
@@ -63,12 +66,25 @@ def _inside() -> Iterator[None]:
         _local.depth -= 1
 
 
+# DESCRIBE statements about something else than a table's columns.
+_DESCRIBE_OTHER = {
+    "QUERY", "FUNCTION", "DATABASE", "SCHEMA", "CATALOG", "NAMESPACE", "PROCEDURE",
+    "SELECT", "WITH", "FROM", "VALUES",
+}  # fmt: skip
+
+
 def classify(stmt: Statement) -> str | None:
     """The handler key of a statement, or None when it is Spark's."""
     c = Cursor(stmt)
     w0, w1 = c.word(0), c.word(1)
     if w0 in ("DESCRIBE", "DESC") and w1 in ("HISTORY", "DETAIL") and c.peek(2) is not None:
         return "describe"
+    if w0 in ("DESCRIBE", "DESC") and w1 not in _DESCRIBE_OTHER and c.peek(1) is not None:
+        return "describe_table"
+    if (w0, w1, c.word(2)) == ("CONVERT", "TO", "DELTA"):
+        return "convert"
+    if w0 == "GENERATE" and c.word(2) == "FOR":
+        return "generate"
     if w0 in ("OPTIMIZE", "VACUUM", "RESTORE", "MERGE", "UPDATE", "INSERT"):
         return w0.lower()
     if (w0, w1) in (("COPY", "INTO"), ("DELETE", "FROM"), ("ALTER", "TABLE"), ("DROP", "TABLE")):

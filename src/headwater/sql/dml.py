@@ -157,7 +157,8 @@ def _starts_query(toks, j: int) -> bool:
 
 def _arrange(source: DataFrame, schema, columns: list[str] | None, by_name: bool) -> DataFrame:
     """The rows in the table's column order and types, as Spark's INSERT maps them:
-    by position, by the listed columns, or BY NAME; unlisted columns get NULL."""
+    by position, by the listed columns, or BY NAME. Unlisted columns are left out: the
+    write gives them NULL, their DEFAULT or (generated columns) their expression."""
     by_lower = {f.name.lower(): f for f in schema}
     n = len(source.columns)
     if by_name:
@@ -184,10 +185,9 @@ def _arrange(source: DataFrame, schema, columns: list[str] | None, by_name: bool
     given = {name.lower(): f"__hw_c{i}" for i, name in enumerate(names)}
     return positional.select(
         *[
-            (F.col(given[f.name.lower()]) if f.name.lower() in given else F.lit(None))
-            .cast(f.dataType)
-            .alias(f.name)
+            F.col(given[f.name.lower()]).cast(f.dataType).alias(f.name)
             for f in schema
+            if f.name.lower() in given
         ]
     )
 

@@ -8,8 +8,10 @@ API, which does the work.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from sqlglot.tokens import TokenType
 
 from headwater.delta import maintenance
+from headwater.delta import optimize as delta_optimize
 from headwater.delta.tables import DeltaTable
 from headwater.sql.context import Context
 from headwater.sql.cursor import Cursor
@@ -41,22 +43,36 @@ def describe(ctx: Context) -> DataFrame:
 
 
 def optimize(ctx: Context) -> DataFrame:
-    """``OPTIMIZE t [WHERE partition_predicate]``: compaction (``ZORDER BY`` is refused)."""
+    """``OPTIMIZE t [FULL] [WHERE partition_predicate] [ZORDER BY (cols)]``: compaction,
+    Z-ordering, or (on a clustered table) clustering; FULL re-clusters every file."""
     cur = Cursor(ctx.stmt)
     cur.next()
     table = _table(ctx, cur, "OPTIMIZE")
-    builder = table.optimize()
+    full = cur.accept("FULL")
+    where = None
     if cur.accept("WHERE"):
         first = cur.i
         while not cur.done and not cur.at("ZORDER"):
             cur.next()
         if cur.i == first:
             raise cur.error("OPTIMIZE ... WHERE needs a predicate.")
-        builder = builder.where(ctx.stmt.slice(cur.toks[first], cur.toks[cur.i - 1]))
-    if cur.at("ZORDER"):
-        raise cur.error("OPTIMIZE ... ZORDER BY is not supported yet; run OPTIMIZE without it.")
+        where = ctx.stmt.slice(cur.toks[first], cur.toks[cur.i - 1])
+    z_order_by: list[str] = []
+    if cur.accept("ZORDER", "BY"):
+        z_order_by = _names(cur)
     cur.expect_end()
-    return builder.executeCompaction()
+    return delta_optimize.optimize(ctx.spark, table.path, where, z_order_by, full)
+
+
+def _names(cur: Cursor) -> list[str]:
+    """``(a, b)`` (or a bare ``a, b``): column names."""
+    paren = cur.accept_type(TokenType.L_PAREN) is not None
+    names = [".".join(cur.table().parts)]
+    while cur.accept_type(TokenType.COMMA):
+        names.append(".".join(cur.table().parts))
+    if paren:
+        cur.expect_type(TokenType.R_PAREN, "')'")
+    return names
 
 
 def vacuum(ctx: Context) -> DataFrame:
