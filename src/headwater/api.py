@@ -148,16 +148,10 @@ class Table:
         ``{"processingTime": "10 seconds"}``; default: as fast as possible). ``wrap`` may
         decorate the function that commits each batch (the pipelines check expectations
         around it)."""
-        writer = df.writeStream
-        writer = original(DataStreamWriter, "outputMode")(writer, output_mode)
-        writer = original(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
+        writer = original(DataStreamWriter, "outputMode")(df.writeStream, output_mode)
         sink = self.sink(checkpoint, output_mode, spec, on_commit)
         writer = writer.foreachBatch(wrap(sink) if wrap else sink)
-        if trigger:
-            writer = original(DataStreamWriter, "trigger")(writer, **trigger)
-        if query_name:
-            writer = original(DataStreamWriter, "queryName")(writer, query_name)
-        return original(DataStreamWriter, "start")(writer)
+        return _start(writer, checkpoint, trigger, query_name)
 
     def merge(
         self,
@@ -190,6 +184,17 @@ def start_foreach_batch(
     whose batches do more than append (MERGE, several tables), each idempotent by its own
     Delta transaction id and the batch id."""
     writer = df.writeStream.foreachBatch(function)  # type: ignore[arg-type]
+    return _start(writer, checkpoint, trigger, query_name)
+
+
+def _start(
+    writer: DataStreamWriter,
+    checkpoint: str,
+    trigger: Mapping[str, str | bool] | None,
+    query_name: str | None,
+) -> StreamingQuery:
+    """Start ``writer`` through PySpark's own methods (the hooked ones would route a
+    ``delta`` stream back here)."""
     writer = original(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
     if trigger:
         writer = original(DataStreamWriter, "trigger")(writer, **trigger)

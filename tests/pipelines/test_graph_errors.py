@@ -147,13 +147,13 @@ def test_an_unknown_dataset_in_refresh_is_named_before_anything_runs(project):
 
 def test_table_options_not_supported_yet_are_refused_not_dropped(project):
     project.source(
-        "clustered.py",
+        "parquet.py",
         """
         from pyspark import pipelines as dp
 
-        @dp.materialized_view(cluster_by=["id"])
+        @dp.materialized_view(format="parquet")
         def t():
             return spark.range(3)
         """,
     )
-    fails(project, "PIPELINE_UNSUPPORTED_TABLE_OPTION", "clustered.py", 4)
+    fails(project, "PIPELINE_UNSUPPORTED_TABLE_OPTION", "parquet.py", 4)

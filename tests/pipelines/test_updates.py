@@ -145,3 +145,23 @@ def test_retries_run_a_flow_again_before_failing_it(project):
     ]
     assert len(retries) == 2
     assert result.flows["bad"].status == "FAILED"
+
+
+def test_cluster_by_makes_liquid_clustered_tables_that_optimize_clusters(project):
+    project.source(
+        "p.py",
+        PIPELINE.replace(
+            "@dp.table(table_properties", '@dp.table(cluster_by=["id"], table_properties'
+        ).replace("@dp.materialized_view", '@dp.materialized_view(cluster_by=["count"])'),
+    )
+    project.land("1.json", orders(0, 3))
+    assert project.run().ok
+    project.land("2.json", orders(10, 2))
+    assert project.run().ok
+    raw = f"{project.database}.raw"
+    detail = project.spark.sql(f"DESCRIBE DETAIL {raw}").first()
+    assert detail.clusteringColumns == ["id"] and "clustering" in detail.tableFeatures
+    view = project.spark.sql(f"DESCRIBE DETAIL {project.database}.total").first()
+    assert view.clusteringColumns == ["count"]
+    metrics = project.spark.sql(f"OPTIMIZE {raw}").first().metrics
+    assert metrics.numFilesRemoved >= 2 and project.count("raw") == 5

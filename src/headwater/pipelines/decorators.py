@@ -15,7 +15,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from pyspark.pipelines.flow import AutoCdcFlow as SdpAutoCdcFlow
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
+from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -346,19 +348,17 @@ def sdp_create_auto_cdc_flow(
     spark_conf: Mapping[str, str] | None = None,
 ) -> None:
     """``pyspark.pipelines.create_auto_cdc_flow`` in SDP's argument order (installed
-    while sources load: SDP's own builds Spark Connect Columns, which need grpc)."""
-    spec = auto_cdc(
-        source,
-        keys,
-        sequence_by,
-        apply_as_deletes=apply_as_deletes,
-        column_list=column_list,
-        except_column_list=except_column_list,
-        stored_as_scd_type=stored_as_scd_type,
-        track_history_column_list=track_history_column_list,
-        track_history_except_column_list=track_history_except_column_list,
+    while sources load: SDP's own builds Spark Connect Columns, which need grpc). The
+    arguments become SDP's own flow element, registered as SDP registers it."""
+    origin = origin_of_caller()
+    arguments = dict(locals())
+    del arguments["origin"]
+    arguments["name"] = name or target
+    arguments["spark_conf"] = dict(spark_conf or {})
+    location = SourceCodeLocation(origin.file, origin.line or 0)
+    active_registry().register_auto_cdc_flow(
+        SdpAutoCdcFlow(**arguments, source_code_location=location)
     )
-    active_registry().add_flow(cdc_flow(target, spec, origin_of_caller(), name, spark_conf))
 
 
 apply_changes = create_auto_cdc_flow  # the known system's older name

@@ -99,6 +99,7 @@ def table_spec(dataset: Dataset, mode: str, **extra: Any) -> WriteSpec:
         merge_schema=mode == "append",
         overwrite_schema=mode == "overwrite",
         partition_by=tuple(dataset.partition_cols),
+        cluster_by=tuple(dataset.cluster_by) or None,
         configuration=dict(dataset.table_properties) or None,
         description=dataset.comment,
         **extra,
@@ -207,7 +208,7 @@ def start_stream(
     )
 
 
-def start_cdc_stream(
+def apply_changes(
     spark: SparkSession,
     af: AnalysedFlow,
     dataset: Dataset,
@@ -217,11 +218,15 @@ def start_cdc_stream(
     query_name: str,
     run: FlowRun,
     app_id: str,
-) -> StreamingQuery:
-    """Start an AUTO CDC flow: each micro-batch of ``df``'s change events is applied to
-    the target by one MERGE (:mod:`.cdc_apply`), once."""
+) -> StreamingQuery | None:
+    """Run an AUTO CDC flow: snapshots are applied now (None); change events stream (the
+    query). ``app_id`` makes each batch's commits idempotent."""
     spec = af.flow.auto_cdc
     assert spec is not None
+    if spec.from_snapshot:
+        apply_snapshots(spark, af, df, layout, run, app_id)
+        return None
+    # Each micro-batch of change events is applied by one MERGE (:mod:`.cdc_apply`), once.
     plan = resolve(spark, spec, df.schema, af.flow.origin)
     target = api.table(spark, af.target)
     state = layout.cdc_state(af.flow.name)

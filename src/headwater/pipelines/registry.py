@@ -134,9 +134,7 @@ class Registry(GraphElementRegistry):
             )
         unique_names(dataset.name, dataset.expectations, dataset.origin)
         refused = None
-        if dataset.cluster_by:
-            refused = "cluster_by (liquid clustering) is not supported yet; use partition_cols"
-        elif dataset.persisted and (dataset.format or "delta").lower() != "delta":
+        if dataset.persisted and (dataset.format or "delta").lower() != "delta":
             refused = f"format='{dataset.format}': pipeline tables are Delta tables"
         if refused:
             raise PipelineDefinitionError(

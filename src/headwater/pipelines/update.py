@@ -444,45 +444,37 @@ class Update:
             ]
             run.status = "RUNNING"
             self.log.flow_progress(flow.name, af.target, "RUNNING")
-            if flow.auto_cdc is not None and flow.auto_cdc.from_snapshot:
-                flow_runs.apply_snapshots(
-                    self.spark,
-                    af,
-                    df,
-                    self.layout,
-                    run,
-                    f"headwater-cdc:{self.log.pipeline_id}:{once_key}",
-                )
-                return
+            stream_trigger = {"availableNow": True} if flow.once else trigger
+            query_name = f"{self.spec.name}.{flow.name}"
             if flow.auto_cdc is not None:
-                run.query = flow_runs.start_cdc_stream(
+                app_id = f"headwater-cdc:{self.log.pipeline_id}:{once_key}"
+                run.query = flow_runs.apply_changes(
                     self.spark,
                     af,
                     dataset,
                     df,
                     self.layout,
-                    {"availableNow": True} if flow.once else trigger,
-                    f"{self.spec.name}.{flow.name}",
+                    stream_trigger,
+                    query_name,
                     run,
-                    f"headwater-cdc:{self.log.pipeline_id}:{once_key}",
+                    app_id,
                 )
-                flow_runs.await_stream(run.query, run, self.stop, self._batch_done)
-                return
-            if df.isStreaming:
-                query = flow_runs.start_stream(
+            elif df.isStreaming:
+                run.query = flow_runs.start_stream(
                     self.spark,
                     af,
                     dataset,
                     df,
                     self.layout,
-                    {"availableNow": True} if flow.once else trigger,
-                    f"{self.spec.name}.{flow.name}",
+                    stream_trigger,
+                    query_name,
                     run,
                     rules,
                     aside,
                 )
-                run.query = query
-                flow_runs.await_stream(query, run, self.stop, self._batch_done)
+            if flow.auto_cdc is not None or df.isStreaming:
+                if run.query is not None:  # (snapshot flows are applied in batch)
+                    flow_runs.await_stream(run.query, run, self.stop, self._batch_done)
                 return
             if dataset.kind == "materialized_view":
                 result = flow_runs.refresh_view(self.spark, af, dataset, df, run, rules, aside)
