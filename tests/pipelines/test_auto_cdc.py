@@ -551,6 +551,20 @@ def test_snapshots_from_a_function_apply_in_version_order_once(project):
     assert len(target(project)) == 4
 
 
+def test_snapshots_from_a_function_as_scd1_keep_each_keys_last_row(project):
+    source = SNAPSHOT_FUNCTION.replace("stored_as_scd_type=2,", "stored_as_scd_type=1,").replace(
+        '    track_history_except_column_list=["note"],\n', ""
+    )
+    assert "stored_as_scd_type=1" in source and "track_history" not in source
+    project.source("p.py", source)
+    result = project.run()
+    assert result.ok, result.failed()
+    # key 1 left at snapshot 3; key 2 changed at 2; key 3 changed (note) at 3
+    assert target(project) == [(2, "c", "x"), (3, "d", "z")]
+    assert project.run().ok  # no newer snapshot: nothing changes
+    assert target(project) == [(2, "c", "x"), (3, "d", "z")]
+
+
 def test_downstream_reads_the_target_in_batch_and_as_a_stream_skipping_change_commits(project):
     project.source(
         "p.py",
