@@ -81,3 +81,52 @@ def test_the_checker_sees_private_imports_and_attributes(tmp_path):
         "line 3: write._helper",
     ]
     assert _module_name(SRC / "delta" / "__init__.py") == "headwater.delta"
+
+
+# File access outside the storage boundary (headwater.storage). Tables, landing folders,
+# checkpoints and state may live on object stores, where os/open/shutil cannot reach: those
+# paths go through headwater.storage. These modules touch local files of another kind.
+LOCAL_FILES_ONLY = {
+    "autoloader/state.py": "the SQLite file state lives on the driver's disk",
+    "delta/tolerant_log.py": "resolves local absolute file: paths old writers logged",
+    "demo.py": "the demo's local working folder",
+    "pipelines/cli.py": "scaffolds a project folder on the user's disk",
+    "pipelines/loader.py": "pipeline source files",
+    "pipelines/report.py": "writes the HTML report the user asked for",
+    "pipelines/spec.py": "pipeline spec and source files",
+    "shell.py": "the shell's history and script files",
+}
+_FILE_CALLS = {"open", "os.link", "os.rename", "os.replace", "os.remove", "os.unlink",
+               "os.makedirs", "os.mkdir", "os.listdir", "os.scandir", "os.walk", "os.stat",
+               "os.path.exists", "os.path.isdir", "os.path.isfile", "os.path.getsize",
+               "os.path.getmtime", "os.path.realpath", "Path", "pathlib.Path"}  # fmt: skip
+
+
+def file_access(path: Path, root: Path = SRC) -> list[str]:
+    """Calls that reach the local filesystem directly: ``open``, ``os.*``, ``shutil.*``, and
+    ``Path(...)`` (whose methods read and write local files)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        if name in _FILE_CALLS or name.startswith("shutil."):
+            found.append(f"{path.relative_to(root)}:{node.lineno} {name}(...)")
+    return found
+
+
+def test_files_are_reached_only_through_the_storage_boundary():
+    outside = [
+        p
+        for p in MODULES
+        if p.relative_to(SRC).parts[0] != "storage"
+        and str(p.relative_to(SRC)) not in LOCAL_FILES_ONLY
+    ]
+    assert [hit for p in outside for hit in file_access(p)] == []
+
+
+def test_the_file_access_check_sees_open_os_and_shutil(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("import os, shutil\nopen('x')\nos.link('a', 'b')\nshutil.rmtree('d')\n")
+    found = [hit.split(" ", 1)[1] for hit in file_access(module, tmp_path)]
+    assert found == ["open(...)", "os.link(...)", "shutil.rmtree(...)"]

@@ -12,6 +12,12 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run the end-to-end demo on embedded defaults")
     demo.add_argument("--output", default="demo-output", help="where tables and checkpoints go")
     demo.add_argument("--master", default=None, help="Spark master (default local[*])")
+    demo.add_argument(
+        "--warehouse", default=None, help="where tables go (default OUTPUT/warehouse)"
+    )
+    demo.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+    )
     sql = sub.add_parser("sql", help="SQL shell (interactive, or run -e TEXT / -f FILE and exit)")
     given = sql.add_mutually_exclusive_group()
     given.add_argument("-e", "--execute", help="run these statements (';'-separated) and exit")
@@ -27,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from headwater.demo import run
 
-        run(args.output, args.master)
+        conf = dict(item.split("=", 1) for item in args.conf)
+        run(args.output, args.master, args.warehouse, conf)
     elif args.command == "pipelines":
         from headwater.pipelines.cli import main as pipelines_main
 

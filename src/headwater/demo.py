@@ -172,10 +172,19 @@ def write_pipeline(project: Path, landing: Path) -> None:
     (project / "transformations" / "gold.sql").write_text(GOLD)
 
 
-def run(output: str = "demo-output", master: str | None = None) -> dict[str, int]:
+def run(
+    output: str = "demo-output",
+    master: str | None = None,
+    warehouse: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> dict[str, int]:
+    """Land files and run the pipeline once. ``warehouse`` may be on an object store
+    (``s3://bucket/prefix``, its endpoint and keys in ``conf`` as ``spark.hadoop.fs.s3a.*``);
+    landing files, checkpoints and the event log's storage stay under ``output``."""
     root = Path(output).resolve()
     landing, project = root / "landing", root / "pipeline"
-    spark = headwater.session("headwater-demo", master=master, warehouse=str(root / "warehouse"))
+    warehouse = warehouse or str(root / "warehouse")
+    spark = headwater.session("headwater-demo", master=master, warehouse=warehouse, conf=conf)
     run_no = (
         len(list((landing / "orders").glob("*-0.json"))) + 1 if (landing / "orders").exists() else 1
     )
@@ -215,5 +224,5 @@ def run(output: str = "demo-output", master: str | None = None) -> dict[str, int
     ).show(20, truncate=False)
     if not result.ok:
         raise SystemExit(f"the update failed: {[r.name for r in result.failed()]}")
-    print(f"Tables are under {root / 'warehouse'}; run again to land and process new files.")
+    print(f"Tables are under {warehouse}; run again to land and process new files.")
     return counts

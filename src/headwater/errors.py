@@ -126,6 +126,13 @@ class StreamingSourceChangedError(DeltaError):
     default_error_class = "DELTA_SOURCE_TABLE_IGNORE_CHANGES"
 
 
+class StorageError(HeadwaterError):
+    """A store cannot be used safely as configured (it ignores conditional writes, refuses
+    the credentials, ...): refused before anything is written there."""
+
+    default_error_class = "HEADWATER_STORAGE"
+
+
 class OptionError(HeadwaterError, ValueError):
     """An option is unknown or has an invalid value."""
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from headwater import storage
 
 # Settings every headwater session needs. Users may override them through ``conf``.
 _REQUIRED_CONF = {
@@ -21,6 +22,9 @@ _REQUIRED_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.session.timeZone": "UTC",
 }
+
+# Where headwater's managed tables and their names live (default: spark.sql.warehouse.dir).
+WAREHOUSE_CONF = "spark.headwater.warehouse"
 
 _LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -56,8 +60,9 @@ def session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local-cluster"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    warehouse_dir = Path(warehouse or os.environ.get("HEADWATER_WAREHOUSE", "spark-warehouse"))
-    warehouse_dir = warehouse_dir.resolve()
+    warehouse_dir = storage.normalize(
+        warehouse or os.environ.get("HEADWATER_WAREHOUSE", "spark-warehouse")
+    )
 
     builder = SparkSession.builder.appName(app_name).master(master)
     settings = {
@@ -66,7 +71,12 @@ def session(
         **_REQUIRED_CONF,
         **(conf or {}),
     }
-    settings["spark.sql.warehouse.dir"] = str(warehouse_dir)
+    settings[WAREHOUSE_CONF] = warehouse_dir
+    # Spark's own catalog keeps only names and needs a Hadoop filesystem for its folder; the
+    # tables themselves live in headwater's warehouse, which may be on an object store.
+    settings["spark.sql.warehouse.dir"] = (
+        storage.normalize("spark-warehouse") if storage.is_remote(warehouse_dir) else warehouse_dir
+    )
     if master.startswith("local-cluster"):
         settings.setdefault("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         settings.setdefault("spark.executor.memory", "1g")
@@ -107,15 +117,31 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     from headwater.delta.source import DeltaDataSource
 
     _refuse_connect(spark)
+    _configure_stores(spark)
     for key, value in _REQUIRED_CONF.items():
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
     spark.dataSource.register(DeltaDataSource)
     spark.dataSource.register(CloudFilesDataSource)
     adapter.install()
-    root = warehouse or spark.conf.get("spark.sql.warehouse.dir")
+    root = warehouse or spark.conf.get(WAREHOUSE_CONF, None)
+    root = root or spark.conf.get("spark.sql.warehouse.dir")
     Catalog.attach(spark, str(root).removeprefix("file:"))
     return spark
+
+
+def _configure_stores(spark: SparkSession) -> None:
+    """Object-store endpoints and credentials as Spark is configured with them
+    (``spark.hadoop.fs.s3a.*``): given once, they reach delta-rs and pyarrow on the driver
+    and, shipped by Spark with every Python function and data source registered after
+    this, its Python workers on every host."""
+    from headwater.storage import settings
+
+    conf = dict(spark.sparkContext.getConf().getAll())
+    conf.update(spark.conf.getAll)  # set at run time with spark.conf.set, then install()
+    for bucket, found in settings.from_spark_conf(conf).items():
+        settings.configure(found, bucket)
+    spark.sparkContext.environment[settings.ENVIRONMENT_VARIABLE] = settings.encoded()
 
 
 def uninstall() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 
 def start_ingest(
     spark, land, ckpt, out, fmt="json", schema=None, trigger=None, merge_schema=False, **options
@@ -22,3 +24,23 @@ def start_ingest(
     if merge_schema:
         writer = writer.option("mergeSchema", "true")
     return writer.trigger(**(trigger or {"availableNow": True})).start(out)
+
+
+# A child process that ingests ``land`` into ``out`` (3 files a trigger) until killed, or
+# once with ``availableNow``; argv: land, checkpoint, out, trigger[, Spark conf as JSON].
+INGEST = textwrap.dedent(
+    """
+    import sys, json, headwater
+    land, ck, out, trigger = sys.argv[1:5]
+    conf = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
+    spark = headwater.session(master="local[2]", warehouse=ck + "_wh", conf=conf)
+    df = (spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
+          .option("cloudFiles.schemaLocation", ck).option("cloudFiles.maxFilesPerTrigger", 3)
+          .schema("file int, line int").load(land))
+    w = df.writeStream.format("delta").option("checkpointLocation", ck)
+    w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime="100 milliseconds")
+    q = w.start(out)
+    print("STARTED", flush=True)
+    q.awaitTermination()
+    """
+)

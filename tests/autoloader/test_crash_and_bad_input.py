@@ -10,7 +10,6 @@ import random
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pyarrow as pa
@@ -18,24 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from tests.autoloader.helpers import start_ingest
+from tests.autoloader.helpers import INGEST, start_ingest
 from tests.conftest import REPO, run_python
-
-INGEST = textwrap.dedent(
-    """
-    import sys, headwater
-    land, ck, out, trigger = sys.argv[1:5]
-    spark = headwater.session(master="local[2]", warehouse=ck + "_wh")
-    df = (spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
-          .option("cloudFiles.schemaLocation", ck).option("cloudFiles.maxFilesPerTrigger", 3)
-          .schema("file int, line int").load(land))
-    w = df.writeStream.format("delta").option("checkpointLocation", ck)
-    w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime="100 milliseconds")
-    q = w.start(out)
-    print("STARTED", flush=True)
-    q.awaitTermination()
-    """
-)
 
 
 def _land(land: str, i: int, lines: int = 20) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from headwater import storage
 from headwater.errors import HeadwaterError
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def cloud_files_state(location: str, spark: SparkSession | None = None):
 
     from headwater.autoloader.state import STATE_DIR, FileState
 
-    if not os.path.isdir(os.path.join(location, STATE_DIR)):
+    if not storage.is_dir(storage.join(storage.normalize(location), STATE_DIR)):
         raise FileNotFoundError(
             f"No Auto Loader file state in {location}: pass the stream's cloudFiles.schemaLocation."
         )

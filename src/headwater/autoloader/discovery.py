@@ -1,19 +1,17 @@
 """Finding the files of a landing directory, and the partition values in their paths.
 
 Listing runs on the driver. The whole tree under the source path is listed (as Auto Loader
-does); hidden files and directories (``_`` or ``.`` prefix) are skipped, as in every Spark
-file source. What is *new* is decided by the file state, not by keeping a listing in memory.
+does), or, with incremental listing, only the paths after the last one seen; hidden files
+and directories (``_`` or ``.`` prefix) are skipped, as in every Spark file source. What is
+*new* is decided by the file state, not by keeping a listing in memory.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-import pyarrow.fs as pafs
 
 from headwater import storage
 from headwater.autoloader.options import CloudFilesOptions
@@ -43,37 +41,55 @@ def parse_time(text: str, name: str) -> int:
 
 def list_source(root: str, opts: CloudFilesOptions, now_ms: int | None = None) -> Iterator[Listed]:
     """Every eligible file under ``root`` (a missing root lists nothing)."""
-    fs, base = storage.filesystem(root)
-    info = fs.get_file_info(base)
-    if info.type == pafs.FileType.NotFound:
+    info = storage.stat(root)
+    if info is None:
         return
-    if info.type == pafs.FileType.File:
-        candidates = [info]
-    else:
-        candidates = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    candidates = [info] if info.is_file else storage.list_files(root)
+    found = (
+        (f.path, f.size or 0, int(f.mtime_ns // 1_000_000) if f.mtime_ns is not None else 0)
+        for f in candidates
+        if f.is_file
+    )
+    yield from _eligible(root, found, opts, now_ms)
+
+
+def list_after(
+    root: str, last_path: str, opts: CloudFilesOptions, now_ms: int | None = None
+) -> Iterator[Listed]:
+    """The eligible files under ``root`` whose path sorts after ``last_path``: incremental
+    listing, for folders whose file names sort in arrival order. On S3 the store skips the
+    earlier keys itself (``StartAfter``), so the cost follows the new files only."""
+    found = (
+        (path, size, int(modified.timestamp() * 1000))
+        for path, size, modified in storage.list_after(root, last_path)
+    )
+    yield from _eligible(root, found, opts, now_ms)
+
+
+def _eligible(
+    root: str, found: Iterable[tuple[str, int, int]], opts: CloudFilesOptions, now_ms: int | None
+) -> Iterator[Listed]:
+    """The listed ``(path, size, mtime_ms)`` files the options admit (hidden files, glob,
+    modification-time bounds and ``maxFileAge`` applied)."""
     after = parse_time(opts.modified_after, "modifiedAfter") if opts.modified_after else None
     before = parse_time(opts.modified_before, "modifiedBefore") if opts.modified_before else None
     oldest = (now_ms - opts.max_file_age_ms) if (opts.max_file_age_ms and now_ms) else None
-    for f in candidates:
-        if f.type != pafs.FileType.File:
-            continue
-        rel = f.path[len(base) :].lstrip("/")
+    for path, size, mtime in found:
+        rel = storage.relative(path, root)
         if any(part.startswith(("_", ".")) for part in rel.split("/")):
             continue
-        if opts.glob and not fnmatch.fnmatchcase(f.base_name, opts.glob):
+        if opts.glob and not fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], opts.glob):
             continue
-        mtime = int(f.mtime_ns // 1_000_000) if f.mtime_ns is not None else 0
         if (after is not None and mtime <= after) or (before is not None and mtime >= before):
             continue
         if oldest is not None and mtime < oldest:
             continue
-        yield Listed(f.path, f.size or 0, mtime)
+        yield Listed(path, size, mtime)
 
 
 def partition_values(root: str, path: str) -> dict[str, str | None]:
     """``k=v`` directory segments between ``root`` and the file (Spark's unescaping)."""
-    base = storage.filesystem(root)[1].rstrip("/")
-    rel = path[len(base) :].lstrip("/") if path.startswith(base) else os.path.basename(path)
+    rel = storage.relative(path, root)
     values: dict[str, str | None] = {}
     for segment in rel.split("/")[:-1]:
         if "=" in segment:

@@ -32,7 +32,7 @@ CLOUD_OPTIONS = {
         "cloudFiles.partitionColumns", "cloudFiles.maxFileAge", "cloudFiles.cleanSource",
         "cloudFiles.cleanSource.retentionDuration", "cloudFiles.cleanSource.moveDestination",
         "cloudFiles.validateOptions", "cloudFiles.useNotifications",
-        "cloudFiles.backfillInterval",
+        "cloudFiles.backfillInterval", "cloudFiles.useIncrementalListing",
     )
 }  # fmt: skip
 GENERIC_OPTIONS = {
@@ -64,6 +64,15 @@ def duration_ms(text: str | None, name: str) -> int | None:
     return int(m.group(1)) * _UNIT_MS[key]
 
 
+def _incremental(value: str | None) -> str:
+    text = str(value if value is not None else "auto").strip().lower()
+    if text not in ("auto", "true", "false"):
+        raise OptionError(
+            f"Option 'cloudFiles.useIncrementalListing' must be auto, true or false, not '{value}'."
+        )
+    return text
+
+
 @dataclass
 class CloudFilesOptions:
     format: str
@@ -78,6 +87,10 @@ class CloudFilesOptions:
     max_bytes: int | None = None
     partition_columns: list[str] | None = None  # None: infer from k=v directories
     max_file_age_ms: int | None = None
+    # cloudFiles.useIncrementalListing: auto | true | false; cloudFiles.backfillInterval:
+    # how often a full listing runs anyway (catches files that landed out of name order).
+    incremental_listing: str = "auto"
+    backfill_interval_ms: int | None = None
     clean_source: str = "off"
     clean_retention_ms: int = 30 * 86_400_000
     move_destination: str | None = None
@@ -183,6 +196,10 @@ class CloudFilesOptions:
             ),
             partition_columns=None if parts is None else split_columns(parts),
             max_file_age_ms=duration_ms(o.get("cloudfiles.maxfileage"), "cloudFiles.maxFileAge"),
+            incremental_listing=_incremental(o.get("cloudfiles.useincrementallisting")),
+            backfill_interval_ms=duration_ms(
+                o.get("cloudfiles.backfillinterval"), "cloudFiles.backfillInterval"
+            ),
             clean_source=clean,
             clean_retention_ms=duration_ms(
                 o.get("cloudfiles.cleansource.retentionduration", "30 days"),

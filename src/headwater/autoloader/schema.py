@@ -13,12 +13,12 @@ instead of inferring again, and evolution writes the next version.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 
 import pyarrow as pa
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
 
+from headwater import storage
 from headwater.autoloader.discovery import Listed, partition_values
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.errors import HeadwaterError, OptionError
@@ -148,41 +148,28 @@ class SchemaStore:
     """``<location>/_schemas/<n>``: every schema version a stream has used."""
 
     def __init__(self, location: str) -> None:
-        self.dir = os.path.join(location, SCHEMAS_DIR)
+        self.dir = storage.join(storage.normalize(location), SCHEMAS_DIR)
 
     def versions(self) -> list[int]:
-        if not os.path.isdir(self.dir):
-            return []
-        return sorted(int(n) for n in os.listdir(self.dir) if n.isdigit())
+        names = (f.base_name for f in storage.list_files(self.dir, recursive=False))
+        return sorted(int(n) for n in names if n.isdigit())
 
     def latest(self) -> tuple[int, StructType, list[str]] | None:
         versions = self.versions()
         if not versions:
             return None
-        with open(os.path.join(self.dir, str(versions[-1]))) as f:
-            doc = json.load(f)
+        doc = json.loads(storage.read_bytes(storage.join(self.dir, str(versions[-1]))))
         return versions[-1], StructType.fromJson(doc["dataSchema"]), list(doc["partitionColumns"])
 
     def write(self, schema: StructType, partition_columns: list[str], reason: str) -> int:
-        """Store the next version; returns its number (exclusive create: no lost update)."""
-        os.makedirs(self.dir, exist_ok=True)
+        """Store the next version; returns its number (create-if-absent: no lost update)."""
+        doc = {
+            "dataSchema": schema.jsonValue(),
+            "partitionColumns": partition_columns,
+            "reason": reason,
+        }
         while True:
             versions = self.versions()
             n = versions[-1] + 1 if versions else 0
-            doc = {
-                "dataSchema": schema.jsonValue(),
-                "partitionColumns": partition_columns,
-                "reason": reason,
-            }
-            tmp = os.path.join(self.dir, f".{n}.{os.getpid()}.{id(doc)}.tmp")
-            with open(tmp, "w") as f:
-                json.dump(doc, f)
-                f.flush()
-                os.fsync(f.fileno())
-            try:
-                os.link(tmp, os.path.join(self.dir, str(n)))  # atomic, fails if taken
+            if storage.put_if_absent(storage.join(self.dir, str(n)), json.dumps(doc).encode()):
                 return n
-            except FileExistsError:
-                continue
-            finally:
-                os.unlink(tmp)

@@ -12,7 +12,6 @@ widened schema, so the next start reads them (see
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from pyspark.sql.types import (
 )
 
 from headwater import formats, storage
-from headwater.autoloader.discovery import list_source, partition_values
+from headwater.autoloader.discovery import list_after, list_source, partition_values
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.autoloader.schema import (
     SchemaInferenceError,
@@ -174,6 +173,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.resolved = schema
         self.target: int | None = None
         self._state: FileState | None = None
+        self._last_full_listing: int | None = None  # epoch ms; None: none yet in this run
 
     @property
     def state(self) -> FileState:
@@ -202,11 +202,33 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def discover(self) -> int:
         now = int(time.time() * 1000)
-        listed = ((f.path, f.size, f.mtime_ms) for f in list_source(self.path, self.opts, now))
+        last = self.listing_start(now)
+        if last is None:
+            found = list_source(self.path, self.opts, now)
+            self._last_full_listing = now
+        else:
+            found = list_after(self.path, last, self.opts, now)
+        listed = ((f.path, f.size, f.mtime_ms) for f in found)
         added = self.state.record(listed, self.opts.allow_overwrites)
         if added:
-            log.info("cloudFiles %s: discovered %d new file(s)", self.path, added)
+            how = "full" if last is None else "incremental"
+            log.info("cloudFiles %s: discovered %d new file(s) (%s listing)", self.path, added, how)
         return added
+
+    def listing_start(self, now: int) -> str | None:
+        """The path to list after, or None for a full listing: the first of each run, every
+        ``cloudFiles.backfillInterval``, and always when names do not sort in arrival order
+        (``auto`` decides that from the files seen, and only on object stores, where
+        listing after a key saves requests)."""
+        mode = self.opts.incremental_listing
+        if mode == "false" or self._last_full_listing is None:
+            return None
+        interval = self.opts.backfill_interval_ms
+        if interval is not None and now - self._last_full_listing >= interval:
+            return None
+        if mode == "auto" and not (storage.is_remote(self.path) and self.state.arrival_ordered()):
+            return None
+        return self.state.last_path()
 
     def initialOffset(self) -> dict:
         self.discover()
@@ -281,7 +303,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 if self.opts.clean_source == "delete":
                     storage.delete_file(entry.path)
                 else:
-                    rel = os.path.relpath(entry.path, self.path)
+                    rel = storage.relative(entry.path, self.path)
                     destination = storage.normalize(self.opts.move_destination or "")
                     storage.move(entry.path, storage.join(destination, rel))
                 done.append(entry.seq)

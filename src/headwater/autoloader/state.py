@@ -16,6 +16,9 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from headwater import storage
+from headwater.errors import OptionError
+
 STATE_DIR = "_headwater_file_state"
 
 _SCHEMA = """
@@ -45,6 +48,13 @@ class FileEntry:
 
 class FileState:
     def __init__(self, location: str) -> None:
+        if storage.is_remote(location):
+            raise OptionError(
+                f"cloudFiles.schemaLocation {location} is on an object store; Auto Loader "
+                "keeps its file state (SQLite) on a local or mounted filesystem so far. Put "
+                "cloudFiles.schemaLocation and checkpointLocation on one (the landing folder "
+                "and the table may stay on the object store)."
+            )
         self.dir = os.path.join(location, STATE_DIR)
         os.makedirs(self.dir, exist_ok=True)
         self.path = os.path.join(self.dir, "files.sqlite")
@@ -95,6 +105,21 @@ class FileState:
             cur.execute("ROLLBACK")
             raise
         return added
+
+    def last_path(self) -> str | None:
+        """The greatest path recorded (where an incremental listing starts after)."""
+        return self._db.execute("SELECT MAX(path) FROM files").fetchone()[0]
+
+    def arrival_ordered(self, sample: int = 100, at_least: int = 10) -> bool:
+        """Whether the latest ``sample`` files, in the order they were discovered, also sort
+        by name (dated or numbered names): what makes incremental listing safe."""
+        paths = [
+            r[0]
+            for r in self._db.execute(
+                "SELECT path FROM files ORDER BY seq DESC LIMIT ?", (sample,)
+            ).fetchall()
+        ]
+        return len(paths) >= at_least and paths == sorted(paths, reverse=True)
 
     def max_seq(self) -> int:
         return self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM files").fetchone()[0]

@@ -67,7 +67,9 @@ class Catalog:
     def of(cls, spark: SparkSession) -> Catalog:
         catalog = getattr(spark, "_headwater_catalog", None)
         if catalog is None:
-            warehouse = str(spark.conf.get("spark.sql.warehouse.dir")).removeprefix("file:")
+            warehouse = spark.conf.get("spark.headwater.warehouse", None) or str(
+                spark.conf.get("spark.sql.warehouse.dir")
+            ).removeprefix("file:")
             catalog = cls.attach(spark, warehouse)
         return catalog
 

@@ -2,7 +2,9 @@
 
 Executors write Parquet with Spark's own writer (vectorised, partitioned, no Python on the
 data path) into a private staging directory inside the table; the driver then moves the
-files into place and reads their footers for Delta statistics. Nothing is committed here:
+files into place and reads their footers for Delta statistics. On object stores, which
+have no rename, pyarrow writes them instead, straight to their place
+(:mod:`headwater.delta.arrow_write`; why: :mod:`headwater.delta.io_choice`). Nothing is committed here:
 the caller stages the returned add actions in a transaction. Until that commit the files
 are invisible to readers; a crash leaves only unreferenced files, which VACUUM removes.
 """
@@ -23,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta import column_values, identity, mapping
+from headwater.delta import arrow_write, column_values, identity, io_choice, mapping
 from headwater.delta.actions import AddCDCFile, AddFile, decode_path, encode_path
 from headwater.delta.constraints import checked, raise_if_violated
 from headwater.delta.partitions import parse_partition_dir
@@ -67,6 +69,23 @@ def write_files(
     partition_by = list(partition_by)
     if mapping.is_mapped(schema):
         out, schema, partition_by = _to_physical(out, schema, partition_by)
+    data_schema = StructType([f for f in schema if f.name not in partition_by])
+    if not io_choice.writes_natively(out.sparkSession, root):
+        try:
+            adds = arrow_write.write(
+                out,
+                root,
+                partition_by,
+                data_schema,
+                data_change=data_change,
+                compression=compression,
+                max_records_per_file=max_records_per_file,
+            )
+        except Exception as e:
+            raise_if_violated(e, root)
+            raise
+        rows = sum(a.num_records or 0 for a in adds)
+        return Written(adds, rows, sum(a.size for a in adds), identity.marks(numbered))
     staging = storage.join(root, STAGING_DIR, uuid.uuid4().hex)
     # Page checksums are optional in Parquet; readers of Delta tables neither need nor check
     # them, and computing them costs ~10% of the write.
@@ -91,14 +110,9 @@ def write_files(
             for f in storage.list_files(staging)
             if f.path.endswith(".parquet") and not f.base_name.startswith((".", "_"))
         ]
-        data_schema = StructType([f for f in schema if f.name not in partition_by])
-        fs, staging_local = storage.filesystem(staging)
-        _, root_local = storage.filesystem(root)
 
         def place(info: pafs.FileInfo) -> AddFile | None:
-            return _place(
-                fs, info, staging_local, root_local, partition_by, data_schema, data_change
-            )
+            return _place(info, staging, root, partition_by, data_schema, data_change)
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             placed = list(pool.map(place, staged))
@@ -126,7 +140,6 @@ def _to_physical(
 
 
 def _place(
-    fs: pafs.FileSystem,
     info: pafs.FileInfo,
     staging: str,
     root: str,
@@ -134,14 +147,13 @@ def _place(
     data_schema: StructType,
     data_change: bool,
 ) -> AddFile | None:
-    rel = info.path[len(staging) :].lstrip("/")
-    meta = pq.read_metadata(fs.open_input_file(info.path))
+    rel = storage.relative(info.path, staging)
+    fs, inner = storage.filesystem(info.path)
+    meta = pq.read_metadata(fs.open_input_file(inner))
     if meta.num_rows == 0:
         return None  # Spark writes an empty file for an empty partition; Delta needs none
     values = parse_partition_dir(rel, partition_by)
-    target = f"{root}/{rel}"
-    fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-    fs.move(info.path, target)
+    storage.move(info.path, storage.join(root, rel))
     return AddFile(
         path=encode_path(rel),
         partition_values=values,

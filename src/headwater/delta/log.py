@@ -35,6 +35,7 @@ from headwater.errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from headwater.storage.settings import delta_options
 
 # Reader features whose data we read correctly (deletion vectors and column mapping are
 # handled by the Python read path); any other is refused by name.
@@ -417,12 +418,21 @@ class LogRefusedError(CorruptLogError):
         )
 
 
+# Marks a table in the making on object stores (see DeltaLog.claim); hidden from readers.
+CLAIM_MARKER = ".headwater-claimed"
+
+
 class DeltaLog:
     """Access to the log of the table rooted at ``root`` (a path or URI)."""
 
     def __init__(self, root: str, storage_options: dict[str, str] | None = None) -> None:
         self.root = storage.normalize(root)
-        self.storage_options = storage_options
+        location = storage.parse(self.root)
+        self.storage_options = (
+            storage_options
+            if storage_options is not None or not location.is_s3
+            else delta_options(location.bucket)
+        )
 
     @property
     def log_dir(self) -> str:
@@ -451,12 +461,12 @@ class DeltaLog:
         if storage.is_dir(self.log_dir):
             return False  # claimed by a Delta writer that has not committed yet
         if storage.is_nonempty_dir(self.root):
-            base = storage.filesystem(self.root)[1].rstrip("/")
             visible = [
                 f.path
                 for f in storage.list_files(self.root)
                 if not any(
-                    part.startswith(("_", ".")) for part in f.path[len(base) :].split("/") if part
+                    part.startswith(("_", "."))
+                    for part in storage.relative(f.path, self.root).split("/")
                 )
             ]
             if visible:
@@ -471,13 +481,17 @@ class DeltaLog:
         """Mark the location as a Delta table in the making (before its first commit).
 
         A crash between writing the first files and committing them must not turn the
-        path into "a directory of foreign files" that the next attempt refuses.
+        path into "a directory of foreign files" that the next attempt refuses. Object
+        stores have no empty folders: a hidden marker object claims the log there.
         """
-        storage.make_dir(self.log_dir)
+        if storage.is_remote(self.log_dir):
+            storage.write_bytes(storage.join(self.log_dir, CLAIM_MARKER), b"")
+        else:
+            storage.make_dir(self.log_dir)
 
     def check_log_not_corrupt(self) -> None:
         """A ``_delta_log`` with files but no readable commit is corrupt, not absent."""
-        if storage.is_nonempty_dir(self.log_dir):
+        if any(not f.base_name.startswith(".") for f in storage.list_files(self.log_dir, False)):
             raise CorruptLogError(
                 f"{self.log_dir} exists but holds no readable commit; the log is corrupt or "
                 "was partly deleted. Restore it from a backup, or remove the directory to start over."

@@ -9,14 +9,11 @@ knows which store it is on.
 
 from __future__ import annotations
 
-import os
-import uuid
 from typing import Protocol
-
-from pyarrow import fs as pafs
 
 from headwater import storage
 from headwater.errors import UnsupportedFeatureError
+from headwater.storage.guard import check_create_if_absent
 
 
 class LogStore(Protocol):
@@ -26,35 +23,24 @@ class LogStore(Protocol):
         ...
 
 
-class LocalLogStore:
-    """A local (or NFS-like POSIX) filesystem: the commit is written to a temporary file and
-    hard-linked into place, which fails when the name exists; readers never see a partial
-    file."""
+class StorageLogStore:
+    """Any store :mod:`headwater.storage` can write create-if-absent: a local (or NFS-like
+    POSIX) filesystem through a hard link, S3 through a conditional ``PUT``."""
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        temp = os.path.join(directory, f".{uuid.uuid4().hex}.json.tmp")
-        with open(temp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(temp, path)
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(temp)
-        return True
+        return storage.put_if_absent(path, data)
 
 
 def for_table(root: str) -> tuple[LogStore, str]:
-    """The log store of the table at ``root`` and the path of its log directory in it."""
-    filesystem, local = storage.filesystem(storage.join(root, "_delta_log"))
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        return LocalLogStore(), local
-    raise UnsupportedFeatureError(
-        f"Committing to {root} needs an atomic put-if-absent on its store; headwater "
-        "commits to local filesystems only so far. Write the table on a local path, or with "
-        "an engine that commits to this store."
-    )
+    """The log store of the table at ``root`` and the path of its log directory in it.
+    A store is checked to honour create-if-absent before the first commit to it."""
+    log_dir = storage.join(storage.normalize(root), "_delta_log")
+    location = storage.parse(log_dir)
+    if not (location.is_local or location.is_s3):
+        raise UnsupportedFeatureError(
+            f"Committing to {root} needs an atomic put-if-absent on its store; headwater "
+            "commits to local filesystems and S3-compatible stores (s3://, s3a://). Write "
+            "the table on one of those, or with an engine that commits to this store."
+        )
+    check_create_if_absent(log_dir)
+    return StorageLogStore(), log_dir

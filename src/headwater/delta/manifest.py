@@ -8,7 +8,6 @@ the manifest directory describes exactly the current version.
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlparse
 
 from headwater import storage
@@ -55,4 +54,4 @@ def generate(path: str, mode: str) -> int:
 
 def _absolute_uri(path: str) -> str:
     """As delta-spark writes them (Hadoop's ``Path.toString``: ``file:/abs/path``, unescaped)."""
-    return path if urlparse(path).scheme else f"file:{Path(path).resolve()}"
+    return path if urlparse(path).scheme else f"file:{storage.normalize(path)}"

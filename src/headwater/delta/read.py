@@ -32,7 +32,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from headwater.delta import cdf, native_scan, replay
+from headwater import storage
+from headwater.delta import cdf, io_choice, native_scan, replay
 from headwater.delta.log import DataFile, DeltaLog, Snapshot
 from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.partitions import NULL_PARTITION, unescape
@@ -156,6 +157,10 @@ def without_deleted_rows(
 def native_eligible(snapshot: Snapshot, with_vectors: bool = False) -> bool:
     """True when Spark's Parquet scan of the file list yields exactly the snapshot's rows
     (``with_vectors``: once :func:`without_deleted_rows` drops the deleted ones)."""
+    if storage.is_remote(snapshot.root):
+        spark = SparkSession.getActiveSession()
+        if spark is None or not io_choice.spark_has_filesystem(spark, snapshot.root):
+            return False  # no Hadoop filesystem for the store: the Python path reads it
     schema: StructType = snapshot.schema
     parts = snapshot.partition_columns
     if not with_vectors and snapshot.deletion_vectors:

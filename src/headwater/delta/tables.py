@@ -8,7 +8,6 @@ through the session's catalog (:mod:`.names`).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -16,6 +15,7 @@ from typing import Literal
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DataType, StructField, StructType
 
+from headwater import storage
 from headwater.delta import (
     arguments,
     clustering,
@@ -57,17 +57,13 @@ class DeltaTable:
         path: str,
         hadoopConf: Mapping[str, str] | None = None,
     ) -> DeltaTable:
-        """``hadoopConf``: file-system settings (``fs.*``) for this table, as delta-spark
-        takes them; local and already-configured stores need none."""
+        """``hadoopConf``: file-system settings (``fs.s3a.*``) for this table's store, as
+        delta-spark takes them; they then serve every access to that bucket in the session
+        (the log, the driver and the executors)."""
         arguments.string(path, "path")
         conf = arguments.string_map(hadoopConf, "hadoopConf")
         if conf:
-            warnings.warn(
-                f"DeltaTable.forPath: hadoopConf ({', '.join(sorted(conf))}) is not applied to "
-                "the Delta log yet; set file-system credentials in the Spark session's "
-                "spark.hadoop.* configuration.",
-                stacklevel=2,
-            )
+            _apply_hadoop_conf(sparkSession, path, conf)
         if not DeltaLog(path).exists():
             raise TableNotFoundError(f"[DELTA_MISSING_DELTA_TABLE] {path} is not a Delta table.")
         return cls(sparkSession, path)
@@ -477,3 +473,21 @@ def _session(spark: SparkSession | None) -> SparkSession:
     if session is None:
         raise ValueError("No active SparkSession: pass one, or create it with headwater.session().")
     return session
+
+
+def _apply_hadoop_conf(spark: SparkSession, path: str, conf: Mapping[str, str]) -> None:
+    """``forPath``'s ``hadoopConf`` for the bucket of ``path``: configured in this process
+    and shipped to Python workers (the ``delta`` source is registered again so its workers
+    get the new settings)."""
+    from headwater.delta.source import DeltaDataSource
+    from headwater.storage import settings
+
+    location = storage.parse(path)
+    if not location.is_s3:
+        return  # local paths need no settings
+    given = settings.from_spark_conf({f"spark.hadoop.{k}": v for k, v in conf.items()})
+    general = given.get("")
+    if general is not None:
+        settings.configure(general, location.bucket)
+    spark.sparkContext.environment[settings.ENVIRONMENT_VARIABLE] = settings.encoded()
+    spark.dataSource.register(DeltaDataSource)

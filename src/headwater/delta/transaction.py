@@ -28,12 +28,12 @@ through, and an UPDATE of one partition commits beside an UPDATE of another.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from deltalake import DeltaTable as RsTable
 
+from headwater import storage
 from headwater.delta import commit_info, protocol
 from headwater.delta.actions import (
     Action,
@@ -242,7 +242,7 @@ class Transaction:
         version = self.read_version + 1
         for _ in range(MAX_ATTEMPTS):
             payload = to_json_lines(self._actions())
-            if store.put_if_absent(os.path.join(log_dir, f"{version:020d}.json"), payload):
+            if store.put_if_absent(storage.join(log_dir, f"{version:020d}.json"), payload):
                 self._after_commit(version)
                 return version
             self._check(self.log.read_commit(version))

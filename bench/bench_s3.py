@@ -1,0 +1,185 @@
+"""Delta and Auto Loader on a local S3 server (SeaweedFS), against Spark's own Parquet on
+``s3a://`` (Hadoop's S3 connector, test-only jars) over the same data in the same run.
+
+Measurements:
+* **write**: N rows as a Delta table — on ``s3a://`` (Spark's writer, then the commit) and
+  on ``s3://`` (pyarrow on the executors, as without a connector) — vs
+  ``df.write.parquet("s3a://...")``.
+* **scan**: an aggregate over every row of those tables vs the same over the Parquet folder.
+* **discovery**: one Auto Loader discovery with ``--objects`` files already tracked and
+  ``--new`` new ones: incremental listing (keys after the last one, S3 ``StartAfter``) vs a
+  full listing; LIST requests are counted as S3 pages them (1,000 keys a request).
+
+    python bench/bench_s3.py --rows 5000000 --objects 100000 --new 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from _common import (
+    BENCH_DIR,
+    best_of,
+    check,
+    environment,
+    header_lines,
+    make_run_dir,
+    parse_bench_args,
+    ratio_table,
+    remove_run_dir,
+    timed,
+    write_report,
+)
+
+sys.path.insert(0, str(BENCH_DIR.parent))  # the S3 server and connector helpers of the tests
+
+from tests.s3.connector import s3a_conf  # noqa: E402
+from tests.s3.seaweedfs import seaweedfs  # noqa: E402
+
+TARGETS = {"write": 1.5, "scan": 1.5, "discovery": 0.2}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=5_000_000)
+    p.add_argument("--objects", type=int, default=100_000, help="files tracked before")
+    p.add_argument("--new", type=int, default=100, help="files that land after")
+    args = parse_bench_args(p, argv, at_least_one=("--rows", "--objects", "--new"))
+    run_dir = make_run_dir(args.workdir, "bench-s3-")
+    import headwater
+
+    with seaweedfs() as server:
+        conf = {**server.spark_conf(), **s3a_conf(server.endpoint)}
+        spark = headwater.session(
+            "bench-s3", master=args.master, warehouse=str(run_dir / "wh"), conf=conf
+        )
+        try:
+            report = run(spark, args, run_dir, f"{server.bucket}/bench")
+            report["environment"] = environment(spark)
+        finally:
+            spark.stop()
+            remove_run_dir(run_dir, args.keep)
+    results = report["results"].values()
+    lines = [*header_lines(report["environment"]), f"rows: {args.rows:,}", ""]
+    lines += ratio_table(results, first="measurement (ours vs Spark on s3a)")
+    d = report["discovery"]
+    lines += [
+        "",
+        f"discovery with {d['tracked']:,} files tracked, {d['new']} new: incremental "
+        f"{d['incremental_s']:.3f} s ({d['incremental_requests']} LIST requests), full "
+        f"{d['full_s']:.3f} s ({d['full_requests']} LIST requests)",
+    ]
+    write_report(report, "\n".join(lines), args.json_out)
+
+
+def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
+    data = spark.range(args.rows).selectExpr(
+        "id", "id % 97 AS k", "CAST(id * 7 % 1000 AS DOUBLE) AS v", "uuid() AS s"
+    )
+    data = data.cache()
+    data.count()
+    results: dict[str, dict] = {}
+    counter = iter(range(1_000_000))
+
+    def write_delta(scheme: str):
+        def go(_i: int) -> str:
+            path = f"{scheme}://{prefix}/delta-{scheme}-{next(counter)}"
+            data.write.format("delta").save(path)
+            return path
+
+        return go
+
+    def write_parquet(_i: int) -> str:
+        path = f"s3a://{prefix}/parquet-{next(counter)}"
+        data.write.parquet(path)
+        return path
+
+    tables: dict[str, str] = {}
+    for scheme in ("s3a", "s3"):
+        ours, native, times, last = best_of(args.repeat, write_delta(scheme), write_parquet)
+        tables[scheme], tables["parquet"] = str(last["ours"]), str(last["native"])
+        results[f"write_{scheme}"] = _result(f"write Delta on {scheme}://", ours, native, "write")
+
+    def total(df) -> tuple:
+        return tuple(df.selectExpr("count(*)", "sum(k)", "sum(v)").first())
+
+    for scheme in ("s3a", "s3"):
+        ours, native, _, last = best_of(
+            args.repeat,
+            lambda _i, s=scheme: total(spark.read.format("delta").load(tables[s])),
+            lambda _i: total(spark.read.parquet(tables["parquet"])),
+        )
+        check(f"scan {scheme}", last["ours"] == last["native"], last)
+        results[f"scan_{scheme}"] = _result(f"scan Delta on {scheme}://", ours, native, "scan")
+    discovery = _discovery(f"s3://{prefix}/landing", args, run_dir)
+    results["discovery"] = _result(
+        "Auto Loader discovery (incremental vs full)",
+        discovery["incremental_s"],
+        discovery["full_s"],
+        "discovery",
+    )
+    return {"rows": args.rows, "results": results, "discovery": discovery}
+
+
+def _result(name: str, ours: float, native: float, kind: str) -> dict:
+    return {
+        "name": name,
+        "ours_s": ours,
+        "native_s": native,
+        "ratio": ours / native,
+        "target": TARGETS[kind],
+        "meets_target": ours / native <= TARGETS[kind],
+    }
+
+
+def _discovery(folder: str, args: argparse.Namespace, run_dir: Path) -> dict:
+    from headwater import storage
+    from headwater.autoloader.options import CloudFilesOptions
+    from headwater.autoloader.source import CloudFilesStreamReader
+
+    def land(names: list[str]) -> None:
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(lambda n: storage.write_bytes(f"{folder}/{n}", b'{"a":1}\n'), names))
+
+    # Dated, numbered names: the layout incremental listing is for.
+    land([f"2026/11/{i // 10_000:02d}/{i:08d}.json" for i in range(args.objects)])
+
+    def reader(mode: str) -> CloudFilesStreamReader:
+        opts = {
+            "cloudFiles.format": "json",
+            "cloudFiles.schemaLocation": str(run_dir / f"state-{mode}"),
+            "cloudFiles.useIncrementalListing": mode,
+        }
+        return CloudFilesStreamReader(folder, CloudFilesOptions.parse(opts, True), None)
+
+    full, incremental = reader("false"), reader("true")
+    for r in (full, incremental):
+        check("first listing", r.discover() == args.objects, args.objects)
+    base = args.objects
+    land([f"2026/11/99/{base + i:08d}.json" for i in range(args.new)])
+    time.sleep(0.1)
+    full_s, found_full = timed(full.discover)
+    incremental_s, found_inc = timed(incremental.discover)
+    check("new files", found_full == found_inc == args.new, (found_full, found_inc))
+    after = incremental.state.last_path()
+    listed_inc = args.new  # keys after the last one seen before: the new files only
+    check(
+        "incremental start", after == f"{folder}/2026/11/99/{base + args.new - 1:08d}.json", after
+    )
+    return {
+        "tracked": args.objects,
+        "new": args.new,
+        "full_s": full_s,
+        "incremental_s": incremental_s,
+        "full_requests": math.ceil((args.objects + args.new) / 1000),
+        "incremental_requests": max(1, math.ceil(listed_inc / 1000)),
+    }
+
+
+if __name__ == "__main__":
+    main()

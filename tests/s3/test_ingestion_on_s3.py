@@ -1,0 +1,101 @@
+"""Auto Loader and COPY INTO reading landing folders on ``s3://`` into tables on ``s3://``."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from headwater import storage
+from tests.autoloader.helpers import INGEST
+from tests.conftest import REPO, run_python
+
+
+def land(folder: str, i: int, lines: int = 20) -> None:
+    """One JSON file; an object appears whole on S3, so no temporary name is needed."""
+    body = "".join(json.dumps({"file": i, "line": j}) + "\n" for j in range(lines))
+    storage.write_bytes(storage.join(folder, f"f{i:04d}.json"), body.encode())
+
+
+def keys(spark, path):
+    df = spark.read.format("delta").load(path)
+    return sorted((r.file, r.line) for r in df.select("file", "line").collect())
+
+
+def test_auto_loader_ingests_files_landing_on_s3_once(s3_spark, s3_root, tmp_path):
+    spark, folder, out = s3_spark, f"{s3_root}/landing", f"{s3_root}/bronze"
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def ingest() -> None:
+        (
+            spark.readStream.format("cloudFiles")
+            .option("cloudFiles.format", "json")
+            .option("cloudFiles.schemaLocation", checkpoint)
+            .option("cloudFiles.schemaHints", "file INT, line INT")
+            .load(folder)
+            .writeStream.format("delta")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start(out)
+            .awaitTermination()
+        )
+
+    for i in range(3):
+        land(folder, i, 5)
+    ingest()
+    for i in range(3, 5):
+        land(folder, i, 5)
+    ingest()
+    ingest()
+    assert keys(spark, out) == [(i, j) for i in range(5) for j in range(5)]
+    paths = {r[0] for r in spark.read.format("delta").load(out).select("_rescued_data").collect()}
+    assert paths == {None}
+
+
+@pytest.mark.slow
+def test_auto_loader_on_s3_killed_while_files_land_holds_every_record_once(
+    s3_spark, s3_server, s3_root, tmp_path
+):
+    folder, out, ck = f"{s3_root}/landing", f"{s3_root}/bronze", str(tmp_path / "ck")
+    conf = json.dumps(s3_server.spark_conf())
+    rng = random.Random(5)
+    landed = 0
+    for round_ in range(3):
+        for _ in range(4):
+            land(folder, landed)
+            landed += 1
+        proc = subprocess.Popen(
+            [sys.executable, "-c", INGEST, folder, ck, out, "processingTime", conf],
+            cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        proc.stdout.readline()
+        deadline = time.time() + rng.uniform(2.0, 5.0) + (3.0 if round_ == 0 else 0.0)
+        while time.time() < deadline:  # files keep landing while the query runs
+            land(folder, landed)
+            landed += 1
+            time.sleep(0.3)
+        import os
+
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    run_python(INGEST, folder, ck, out, "availableNow", conf)
+    assert keys(s3_spark, out) == [(i, j) for i in range(landed) for j in range(20)]
+
+
+def test_copy_into_from_s3_is_idempotent(s3_spark, s3_root):
+    spark, folder, table = s3_spark, f"{s3_root}/drop", f"{s3_root}/copied"
+    for i in range(3):
+        land(folder, i, 4)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{table}` (file INT, line INT)")
+    load = f"COPY INTO delta.`{table}` FROM '{folder}' FILEFORMAT = JSON"
+    first = spark.sql(load).collect()
+    assert first[0].num_inserted_rows == 12
+    assert spark.sql(load).collect()[0].num_inserted_rows == 0  # the same files: skipped
+    land(folder, 3, 4)
+    assert spark.sql(load).collect()[0].num_inserted_rows == 4
+    assert keys(spark, table) == [(i, j) for i in range(4) for j in range(4)]

@@ -1,0 +1,53 @@
+"""Spark's native Parquet scan on ``s3a://`` when Hadoop's S3 connector is on the classpath
+(test-only jars): chosen automatically; the files are written by pyarrow in place (no
+staging left behind), and the same table reads alike through pyarrow."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from tests.conftest import run_python
+from tests.s3.connector import s3a_conf
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys, headwater
+    from headwater import storage
+    from headwater.delta import io_choice
+    from headwater.delta.tables import DeltaTable
+    conf, root = json.loads(sys.argv[1]), sys.argv[2]
+    spark = headwater.session(master="local[2]", warehouse=sys.argv[3], conf=conf)
+    path = root.replace("s3://", "s3a://") + "/native"
+    spark.range(1000).selectExpr("id", "id % 3 AS p").write.format("delta").partitionBy("p").save(path)
+    DeltaTable.forPath(spark, path).delete("id < 10")
+    DeltaTable.forPath(spark, path).update("id = 500", {"p": "7"})
+    native = spark.read.format("delta").load(path)
+    plan = native._jdf.queryExecution().executedPlan().toString()
+    print("RESULT", json.dumps({
+        "native": io_choice.spark_has_filesystem(spark, path),
+        "scan": "FileScan parquet" in plan,
+        "count": native.count(),
+        "p7": native.where("p = 7").count(),
+        "via_pyarrow": spark.read.format("delta").load(path.replace("s3a://", "s3://")).count(),
+        "staging_left": [f.path for f in storage.list_files(path) if "_headwater_staging" in f.path],
+    }))
+    """
+)
+
+
+@pytest.mark.slow
+def test_s3a_uses_sparks_native_parquet_path_with_the_connector(s3_server, s3_root, tmp_path):
+    conf = {**s3_server.spark_conf(), **s3a_conf(s3_server.endpoint)}
+    out = run_python(CHILD, json.dumps(conf), s3_root, str(tmp_path / "wh"), timeout=600).stdout
+    result = json.loads(next(li for li in out.splitlines() if li.startswith("RESULT "))[7:])
+    assert result == {
+        "native": True,
+        "scan": True,
+        "count": 990,
+        "p7": 1,
+        "via_pyarrow": 990,
+        "staging_left": [],
+    }
