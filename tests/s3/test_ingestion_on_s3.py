@@ -99,3 +99,40 @@ def test_copy_into_from_s3_is_idempotent(s3_spark, s3_root):
     land(folder, 3, 4)
     assert spark.sql(load).collect()[0].num_inserted_rows == 4
     assert keys(spark, table) == [(i, j) for i in range(4) for j in range(4)]
+
+
+@pytest.mark.parametrize("mode", ["MOVE", "DELETE"])
+def test_clean_source_moves_or_deletes_ingested_objects_on_s3(s3_spark, s3_root, tmp_path, mode):
+    spark, folder, out = s3_spark, f"{s3_root}/landing", f"{s3_root}/bronze"
+    archive, checkpoint = f"{s3_root}/archive", str(tmp_path / "checkpoint")
+
+    def ingest() -> None:
+        (
+            spark.readStream.format("cloudFiles")
+            .option("cloudFiles.format", "json")
+            .option("cloudFiles.schemaLocation", checkpoint)
+            .option("cloudFiles.cleanSource", mode)
+            .option("cloudFiles.cleanSource.moveDestination", archive)
+            .option("cloudFiles.cleanSource.retentionDuration", "0 ms")
+            .schema("file INT, line INT")
+            .load(folder)
+            .writeStream.format("delta")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start(out)
+            .awaitTermination()
+        )
+
+    land(folder, 0, 2)
+    ingest()
+    land(folder, 1, 2)
+    ingest()  # the files of the committed first batch are cleaned now
+    remaining = sorted(storage.relative(f.path, folder) for f in storage.list_files(folder))
+    archived = sorted(storage.relative(f.path, archive) for f in storage.list_files(archive))
+    assert "f0000.json" not in remaining
+    if mode == "MOVE":  # moved, not lost: every object is in one of the two places
+        assert "f0000.json" in archived
+        assert sorted(remaining + archived) == ["f0000.json", "f0001.json"]
+    else:
+        assert archived == []
+    assert keys(spark, out) == [(i, j) for i in range(2) for j in range(2)]
