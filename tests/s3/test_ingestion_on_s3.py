@@ -22,6 +22,22 @@ def land(folder: str, i: int, lines: int = 20) -> None:
     storage.write_bytes(storage.join(folder, f"f{i:04d}.json"), body.encode())
 
 
+def ingest_once(spark, folder, checkpoint, out, schema=None, **options) -> None:
+    """One ``availableNow`` run of Auto Loader over ``folder`` into the table ``out``."""
+    reader = spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
+    reader = reader.option("cloudFiles.schemaLocation", checkpoint).options(**options)
+    if schema:
+        reader = reader.schema(schema)
+    (
+        reader.load(folder)
+        .writeStream.format("delta")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start(out)
+        .awaitTermination()
+    )
+
+
 def keys(spark, path):
     df = spark.read.format("delta").load(path)
     return sorted((r.file, r.line) for r in df.select("file", "line").collect())
@@ -32,17 +48,8 @@ def test_auto_loader_ingests_files_landing_on_s3_once(s3_spark, s3_root, tmp_pat
     checkpoint = str(tmp_path / "checkpoint")
 
     def ingest() -> None:
-        (
-            spark.readStream.format("cloudFiles")
-            .option("cloudFiles.format", "json")
-            .option("cloudFiles.schemaLocation", checkpoint)
-            .option("cloudFiles.schemaHints", "file INT, line INT")
-            .load(folder)
-            .writeStream.format("delta")
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start(out)
-            .awaitTermination()
+        ingest_once(
+            spark, folder, checkpoint, out, **{"cloudFiles.schemaHints": "file INT, line INT"}
         )
 
     for i in range(3):
@@ -107,21 +114,12 @@ def test_clean_source_moves_or_deletes_ingested_objects_on_s3(s3_spark, s3_root,
     archive, checkpoint = f"{s3_root}/archive", str(tmp_path / "checkpoint")
 
     def ingest() -> None:
-        (
-            spark.readStream.format("cloudFiles")
-            .option("cloudFiles.format", "json")
-            .option("cloudFiles.schemaLocation", checkpoint)
-            .option("cloudFiles.cleanSource", mode)
-            .option("cloudFiles.cleanSource.moveDestination", archive)
-            .option("cloudFiles.cleanSource.retentionDuration", "0 ms")
-            .schema("file INT, line INT")
-            .load(folder)
-            .writeStream.format("delta")
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-            .start(out)
-            .awaitTermination()
-        )
+        cleaning = {
+            "cloudFiles.cleanSource": mode,
+            "cloudFiles.cleanSource.moveDestination": archive,
+            "cloudFiles.cleanSource.retentionDuration": "0 ms",
+        }
+        ingest_once(spark, folder, checkpoint, out, schema="file INT, line INT", **cleaning)
 
     land(folder, 0, 2)
     ingest()

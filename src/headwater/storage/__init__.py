@@ -19,6 +19,7 @@ from datetime import datetime
 
 import pyarrow.fs as pafs
 
+from headwater.errors import StorageError
 from headwater.storage import object_store
 from headwater.storage.paths import Location, is_remote, join, normalize, parse, relative
 from headwater.storage.settings import S3Settings, for_bucket
@@ -158,7 +159,10 @@ def put_if_absent(path: str, data: bytes) -> bool:
     if location.is_s3:
         return object_store.put_if_absent(location, data)
     if not location.is_local:
-        raise NotImplementedError(f"create-if-absent on {location.scheme}:// stores")
+        raise StorageError(
+            f"{path}: headwater writes create-if-absent (what a Delta commit needs) only on "
+            "local filesystems and S3-compatible stores (s3://, s3a://). Use one of those."
+        )
     directory = os.path.dirname(location.key)
     os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, f".{uuid.uuid4().hex}.tmp")
