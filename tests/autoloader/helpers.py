@@ -27,15 +27,18 @@ def start_ingest(
 
 
 # A child process that ingests ``land`` into ``out`` (3 files a trigger) until killed, or
-# once with ``availableNow``; argv: land, checkpoint, out, trigger[, Spark conf as JSON].
+# once with ``availableNow``; argv: land, checkpoint, out, trigger[, Spark conf as JSON[,
+# schema location (default: the checkpoint)]].
 INGEST = textwrap.dedent(
     """
     import sys, json, headwater
     land, ck, out, trigger = sys.argv[1:5]
     conf = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
+    schema_location = sys.argv[6] if len(sys.argv) > 6 else ck
     spark = headwater.session(master="local[2]", warehouse=ck + "_wh", conf=conf)
     df = (spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
-          .option("cloudFiles.schemaLocation", ck).option("cloudFiles.maxFilesPerTrigger", 3)
+          .option("cloudFiles.schemaLocation", schema_location)
+          .option("cloudFiles.maxFilesPerTrigger", 3)
           .schema("file int, line int").load(land))
     w = df.writeStream.format("delta").option("checkpointLocation", ck)
     w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime="100 milliseconds")

@@ -77,9 +77,3 @@ def test_auto_lists_incrementally_only_when_names_follow_arrival(s3_root, tmp_pa
 def test_incremental_listing_option_values_are_checked(tmp_path):
     with pytest.raises(OptionError, match="useIncrementalListing.*auto, true or false"):
         reader("/x", str(tmp_path), **{"cloudFiles.useIncrementalListing": "sometimes"})
-
-
-def test_file_state_on_an_object_store_is_refused_naming_the_option(s3_root):
-    source = reader(f"{s3_root}/landing", f"{s3_root}/checkpoint")
-    with pytest.raises(OptionError, match="cloudFiles.schemaLocation"):
-        source.discover()

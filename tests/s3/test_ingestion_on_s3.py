@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 import pytest
 
 from headwater import storage
+from headwater.autoloader.state_log import CACHE_ENV
 from tests.autoloader.helpers import INGEST
 from tests.conftest import REPO, run_python
 
@@ -68,7 +70,10 @@ def test_auto_loader_ingests_files_landing_on_s3_once(s3_spark, s3_root, tmp_pat
 def test_auto_loader_on_s3_killed_while_files_land_holds_every_record_once(
     s3_spark, s3_server, s3_root, tmp_path
 ):
+    """The file state lives on S3 too (``cloudFiles.schemaLocation``); every restart runs
+    with an empty local cache, as on a new machine, so it is rebuilt from the log there."""
     folder, out, ck = f"{s3_root}/landing", f"{s3_root}/bronze", str(tmp_path / "ck")
+    state = f"{s3_root}/state"
     conf = json.dumps(s3_server.spark_conf())
     rng = random.Random(5)
     landed = 0
@@ -77,8 +82,9 @@ def test_auto_loader_on_s3_killed_while_files_land_holds_every_record_once(
             land(folder, landed)
             landed += 1
         proc = subprocess.Popen(
-            [sys.executable, "-c", INGEST, folder, ck, out, "processingTime", conf],
+            [sys.executable, "-c", INGEST, folder, ck, out, "processingTime", conf, state],
             cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, CACHE_ENV: str(tmp_path / f"cache{round_}")},
         )  # fmt: skip
         proc.stdout.readline()
         deadline = time.time() + rng.uniform(2.0, 5.0) + (3.0 if round_ == 0 else 0.0)
@@ -86,12 +92,12 @@ def test_auto_loader_on_s3_killed_while_files_land_holds_every_record_once(
             land(folder, landed)
             landed += 1
             time.sleep(0.3)
-        import os
-
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    run_python(INGEST, folder, ck, out, "availableNow", conf)
+    cache = {CACHE_ENV: str(tmp_path / "cache-last")}
+    run_python(INGEST, folder, ck, out, "availableNow", conf, state, env=cache)
     assert keys(s3_spark, out) == [(i, j) for i in range(landed) for j in range(20)]
+    assert storage.list_files(f"{state}/_headwater_file_state/log")  # the state's log is on S3
 
 
 def test_copy_into_from_s3_is_idempotent(s3_spark, s3_root):

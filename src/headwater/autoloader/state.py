@@ -5,6 +5,11 @@ sequence numbers, so the files of a micro-batch are a range of this log, the sam
 any restart: exactly-once. Lookups are by primary key, so a trigger costs O(new files) in
 time and memory, not O(files ever seen). SQLite is in the standard library and commits
 atomically; the store lives in ``<schemaLocation>/_headwater_file_state/``.
+
+On an object store that folder holds a log of changes instead (:mod:`.state_log`) and the
+SQLite database is a local cache of it: every change is applied in a SQLite transaction,
+written to the log, and only then committed, so the log is never behind what a stream
+offset refers to.
 """
 
 from __future__ import annotations
@@ -13,11 +18,15 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from headwater import storage
-from headwater.errors import OptionError
+from headwater.autoloader.state_log import CHECKPOINT_INTERVAL, Change, StateLog, cache_path
+from headwater.errors import StorageError
 
 STATE_DIR = "_headwater_file_state"
 
@@ -36,6 +45,18 @@ CREATE UNIQUE INDEX IF NOT EXISTS files_version ON files(path, modification_time
 CREATE INDEX IF NOT EXISTS files_path ON files(path);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+_COLUMNS = "seq, path, size, modification_time, discovery_time, commit_time, archive_time, skipped"
+
+# Every change of the state, by the name the durable log records it under; each statement
+# runs once per row of parameters, so replaying a change is applying it again.
+OPERATIONS = {
+    "add": "INSERT INTO files(seq, path, size, modification_time, discovery_time) "
+    "VALUES (?,?,?,?,?)",
+    "commit": "UPDATE files SET commit_time=? WHERE seq<=? AND commit_time IS NULL",
+    "skip": "UPDATE files SET skipped=1 WHERE seq<=? AND skipped=0",
+    "archive": "UPDATE files SET archive_time=? WHERE seq=?",
+    "forget": "DELETE FROM files WHERE modification_time<? AND seq<=? AND commit_time IS NOT NULL",
+}
 
 
 @dataclass(frozen=True)
@@ -47,22 +68,32 @@ class FileEntry:
 
 
 class FileState:
-    def __init__(self, location: str) -> None:
-        if storage.is_remote(location):
-            raise OptionError(
-                f"cloudFiles.schemaLocation {location} is on an object store; Auto Loader "
-                "keeps its file state (SQLite) on a local or mounted filesystem so far. Put "
-                "cloudFiles.schemaLocation and checkpointLocation on one (the landing folder "
-                "and the table may stay on the object store)."
-            )
-        self.dir = os.path.join(location, STATE_DIR)
-        os.makedirs(self.dir, exist_ok=True)
-        self.path = os.path.join(self.dir, "files.sqlite")
+    """The discovery log of one stream. ``durable_log`` keeps the truth in a log of changes
+    at ``location`` with SQLite as a local cache; it is on by default for object stores,
+    and worth turning on for network mounts, where SQLite's locking is not to be trusted."""
+
+    def __init__(self, location: str, durable_log: bool | None = None) -> None:
+        self.dir = storage.join(storage.normalize(location), STATE_DIR)
+        if durable_log is None:
+            durable_log = storage.is_remote(location)
+        self._log = StateLog(self.dir) if durable_log else None
+        if self._log is None:
+            os.makedirs(self.dir, exist_ok=True)
+            self.path = os.path.join(self.dir, "files.sqlite")
+        else:
+            self.path = cache_path(self.dir)
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('state_id', ?)", (uuid.uuid4().hex,))
+        self._snapshot_due: int | None = None
+        if self._log is None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('state_id', ?)", (uuid.uuid4().hex,)
+            )
+        else:
+            self._catch_up(self._log)
 
     @property
     def state_id(self) -> str:
@@ -70,6 +101,84 @@ class FileState:
 
     def close(self) -> None:
         self._db.close()
+
+    # -- changes -----------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        cur = self._db.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        if self._snapshot_due is not None:
+            version, self._snapshot_due = self._snapshot_due, None
+            self._snapshot(version)
+
+    def _logged(self, cur: sqlite3.Cursor, change: Change) -> None:
+        """Write ``change`` (applied in the open transaction) to the durable log, if any, as
+        the version after the cache's; the transaction commits only once it is there."""
+        if self._log is None or not change:
+            return
+        version = _version(cur) + 1
+        self._log.append(version, change)
+        cur.execute("INSERT OR REPLACE INTO meta VALUES ('log_version', ?)", (str(version),))
+        if version % CHECKPOINT_INTERVAL == 0:
+            self._snapshot_due = version
+
+    def _change(self, name: str, rows: list[list]) -> int:
+        """Apply one operation of :data:`OPERATIONS`; logged when it changed anything."""
+        with self._transaction() as cur:
+            cur.executemany(OPERATIONS[name], rows)
+            changed = cur.rowcount
+            if changed:
+                self._logged(cur, [(name, rows)])
+        return changed
+
+    def _catch_up(self, log: StateLog) -> None:
+        """Bring the cache to the log's newest version (rebuilt when it belongs to another
+        state or the changes it needs were folded into a snapshot)."""
+        state_id = log.state_id()
+        with self._transaction() as cur:
+            cached = cur.execute("SELECT value FROM meta WHERE key='state_id'").fetchone()
+            if cached is None or cached[0] != state_id:
+                _clear(cur)
+                cur.execute("INSERT INTO meta VALUES ('state_id', ?)", (state_id,))
+            version = _version(cur)
+            pending = log.pending(version)
+            if pending.snapshot is not None:
+                _clear(cur, keep_meta=True)
+                table = log.read_snapshot(pending.snapshot)
+                cur.executemany(
+                    f"INSERT INTO files({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
+                    zip(*(table.column(c).to_pylist() for c in _COLUMNS.split(", ")), strict=True),
+                )
+                version = pending.snapshot
+            for number in pending.changes:
+                if number != version + 1:
+                    raise StorageError(
+                        f"Auto Loader file state {log.dir}: change {version + 1} is missing "
+                        f"(found {number}). The log was edited; restore it, or start the "
+                        "stream with a new cloudFiles.schemaLocation and checkpointLocation."
+                    )
+                for name, rows in log.read(number):
+                    cur.executemany(OPERATIONS[name], rows)
+                version = number
+            cur.execute("INSERT OR REPLACE INTO meta VALUES ('log_version', ?)", (str(version),))
+
+    def _snapshot(self, version: int) -> None:
+        assert self._log is not None
+        rows = self._db.execute(f"SELECT {_COLUMNS} FROM files ORDER BY seq").fetchall()
+        types = {
+            name: pa.string() if name == "path" else pa.int64() for name in _COLUMNS.split(", ")
+        }
+        table = pa.table(
+            {name: pa.array([r[i] for r in rows], t) for i, (name, t) in enumerate(types.items())}
+        )
+        self._log.write_snapshot(version, table)
 
     def record(self, files: Iterable[tuple[str, int, int]], allow_overwrites: bool) -> int:
         """Add newly seen ``(path, size, mtime_ms)`` files; returns how many were new.
@@ -79,9 +188,7 @@ class FileState:
         listing is compared with the state inside SQLite (one anti-join), not in Python.
         """
         now = int(time.time() * 1000)
-        cur = self._db.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction() as cur:
             cur.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS listed (path TEXT, size INTEGER, mtime INTEGER)"
             )
@@ -92,6 +199,7 @@ class FileState:
                 if allow_overwrites
                 else "f.path = l.path"
             )
+            last = _last_seq(cur)
             cur.execute(
                 "INSERT INTO files(path, size, modification_time, discovery_time) "
                 f"SELECT l.path, l.size, l.mtime, ? FROM listed l WHERE NOT EXISTS "
@@ -100,10 +208,13 @@ class FileState:
             )
             added = cur.rowcount
             cur.execute("DELETE FROM listed")
-            cur.execute("COMMIT")
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
+            if added and self._log is not None:
+                rows = cur.execute(
+                    "SELECT seq, path, size, modification_time, discovery_time FROM files "
+                    "WHERE seq>? ORDER BY seq",
+                    (last,),
+                ).fetchall()
+                self._logged(cur, [("add", [list(r) for r in rows])])
         return added
 
     def last_path(self) -> str | None:
@@ -126,7 +237,7 @@ class FileState:
 
     def mark_skipped_upto(self, seq: int) -> None:
         """Files present before the first start, with includeExistingFiles=false."""
-        self._db.execute("UPDATE files SET skipped=1 WHERE seq<=?", (seq,))
+        self._change("skip", [[seq]])
 
     def admit(
         self, after: int, max_files: int | None, max_bytes: int | None, upto: int | None = None
@@ -165,9 +276,7 @@ class FileState:
             "SELECT seq, path, size, modification_time FROM files WHERE seq<=? AND commit_time IS NULL AND skipped=0",
             (upto,),
         ).fetchall()
-        self._db.execute(
-            "UPDATE files SET commit_time=? WHERE seq<=? AND commit_time IS NULL", (now, upto)
-        )
+        self._change("commit", [[now, upto]])  # skipped files too: they count as done
         return [FileEntry(*r) for r in rows]
 
     def to_archive(self, older_than_ms: int) -> list[FileEntry]:
@@ -180,17 +289,12 @@ class FileState:
 
     def mark_archived(self, seqs: list[int]) -> None:
         now = int(time.time() * 1000)
-        self._db.executemany(
-            "UPDATE files SET archive_time=? WHERE seq=?", [(now, s) for s in seqs]
-        )
+        if seqs:
+            self._change("archive", [[now, s] for s in seqs])
 
     def forget_older_than(self, mtime_ms: int, committed_upto: int) -> int:
         """Drop committed entries of files older than ``maxFileAge`` (bounds the state)."""
-        cur = self._db.execute(
-            "DELETE FROM files WHERE modification_time<? AND seq<=? AND commit_time IS NOT NULL",
-            (mtime_ms, committed_upto),
-        )
-        return cur.rowcount
+        return self._change("forget", [[mtime_ms, committed_upto]])
 
     def rows(self) -> list[tuple]:
         return self._db.execute(
@@ -201,8 +305,13 @@ class FileState:
 
 def outstanding_at(location: str) -> tuple[int, int] | None:
     """:meth:`FileState.outstanding` of the state at ``location``, read without writing
-    (an observer must not create or migrate a running stream's state); None if absent."""
-    path = os.path.join(location, STATE_DIR, "files.sqlite")
+    (an observer must not create or migrate a running stream's state); None if absent.
+    On an object store that is the local cache, as current as the stream on this machine
+    left it."""
+    if storage.is_remote(location):
+        path = cache_path(storage.join(storage.normalize(location), STATE_DIR))
+    else:
+        path = os.path.join(location, STATE_DIR, "files.sqlite")
     if not os.path.isfile(path):
         return None
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
@@ -210,6 +319,23 @@ def outstanding_at(location: str) -> tuple[int, int] | None:
         return _outstanding(db)
     finally:
         db.close()
+
+
+def _version(cur: sqlite3.Cursor) -> int:
+    row = cur.execute("SELECT value FROM meta WHERE key='log_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _last_seq(cur: sqlite3.Cursor) -> int:
+    row = cur.execute("SELECT seq FROM sqlite_sequence WHERE name='files'").fetchone()
+    return row[0] if row else 0
+
+
+def _clear(cur: sqlite3.Cursor, keep_meta: bool = False) -> None:
+    cur.execute("DELETE FROM files")
+    cur.execute("DELETE FROM sqlite_sequence WHERE name='files'")
+    if not keep_meta:
+        cur.execute("DELETE FROM meta")
 
 
 def _outstanding(db: sqlite3.Connection) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from headwater.errors import PipelineDefinitionError
+from headwater.storage import paths as storage_paths
 
 SPEC_FILE_NAMES = ("spark-pipeline.yml", "spark-pipeline.yaml")
 FIELDS = ("name", "storage", "catalog", "database", "schema", "configuration", "libraries")
@@ -57,6 +58,8 @@ class PipelineSpec:
 
     @property
     def storage_path(self) -> str:
+        if storage_paths.is_remote(self.storage):  # s3://, s3a://: taken as written
+            return storage_paths.normalize(self.storage)
         storage = self.storage.removeprefix("file://")
         path = Path(storage)
         return str(path if path.is_absolute() else (self.root / path).resolve())
