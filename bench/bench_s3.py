@@ -9,6 +9,10 @@ Measurements:
 * **discovery**: one Auto Loader discovery with ``--objects`` files already tracked and
   ``--new`` new ones: incremental listing (keys after the last one, S3 ``StartAfter``) vs a
   full listing; LIST requests are counted as S3 pages them (1,000 keys a request).
+* **file state**: Auto Loader's file state with ``--objects`` files tracked, kept on S3 (a
+  log of changes, SQLite a local cache) vs on local disk (SQLite alone): the median cost
+  of one micro-batch's changes (``--new`` files recorded, then committed) over 100
+  micro-batches, and the rebuild of a lost cache from the log's snapshot.
 
     python bench/bench_s3.py --rows 5000000 --objects 100000 --new 100
 """
@@ -73,6 +77,10 @@ def main(argv: list[str] | None = None) -> None:
         f"discovery with {d['tracked']:,} files tracked, {d['new']} new: incremental "
         f"{d['incremental_s']:.3f} s ({d['incremental_requests']} LIST requests), full "
         f"{d['full_s']:.3f} s ({d['full_requests']} LIST requests)",
+        f"file state with {report['file_state']['tracked']:,} files, per micro-batch of "
+        f"{d['new']} files: on S3 {report['file_state']['s3_batch_s'] * 1000:.1f} ms, local "
+        f"{report['file_state']['local_batch_s'] * 1000:.1f} ms; rebuilding a lost cache "
+        f"from S3 {report['file_state']['rebuild_s']:.2f} s",
     ]
     write_report(report, "\n".join(lines), args.json_out)
 
@@ -123,7 +131,8 @@ def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
         discovery["full_s"],
         "discovery",
     )
-    return {"rows": args.rows, "results": results, "discovery": discovery}
+    state = _file_state(f"s3://{prefix}/state", args, run_dir)
+    return {"rows": args.rows, "results": results, "discovery": discovery, "file_state": state}
 
 
 def _result(name: str, ours: float, native: float, kind: str) -> dict:
@@ -178,6 +187,45 @@ def _discovery(folder: str, args: argparse.Namespace, run_dir: Path) -> dict:
         "incremental_s": incremental_s,
         "full_requests": math.ceil((args.objects + args.new) / 1000),
         "incremental_requests": max(1, math.ceil(listed_inc / 1000)),
+    }
+
+
+def _file_state(location: str, args: argparse.Namespace, run_dir: Path) -> dict:
+    import os
+    import shutil
+    import statistics
+
+    from headwater.autoloader import state_log
+    from headwater.autoloader.state import FileState
+
+    os.environ[state_log.CACHE_ENV] = str(run_dir / "state-cache")
+
+    def micro_batches(state: FileState) -> float:
+        state.record(((f"t/{i:08d}", 9, i) for i in range(args.objects)), False)
+        times = []
+        for b in range(100):
+            first = args.objects + b * args.new
+            files = [(f"n/{i:08d}", 9, i) for i in range(first, first + args.new)]
+            start = time.perf_counter()
+            state.record(files, False)
+            state.mark_committed(state.max_seq())
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    on_s3, local = FileState(location), FileState(str(run_dir / "state-local"))
+    s3_batch, local_batch = micro_batches(on_s3), micro_batches(local)
+    expected = on_s3.rows()
+    on_s3.close()
+    local.close()
+    shutil.rmtree(run_dir / "state-cache")
+    rebuild_s, rebuilt = timed(lambda: FileState(location))
+    check("rebuilt state", rebuilt.rows() == expected, len(expected))
+    rebuilt.close()
+    return {
+        "tracked": args.objects,
+        "s3_batch_s": s3_batch,
+        "local_batch_s": local_batch,
+        "rebuild_s": rebuild_s,
     }
 
 

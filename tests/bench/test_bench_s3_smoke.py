@@ -29,3 +29,5 @@ def test_bench_s3_runs_and_reports_ratios_and_list_requests(run_bench):
     assert discovery["tracked"] == 1500 and discovery["new"] == 5
     assert discovery["incremental_requests"] == 1 < discovery["full_requests"] == 2
     assert "LIST requests" in stdout
+    state = report["file_state"]
+    assert state["tracked"] == 1500 and state["s3_batch_s"] > 0 and state["rebuild_s"] > 0
