@@ -113,6 +113,7 @@ class FileState:
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
+            self._snapshot_due = None
             raise
         if self._snapshot_due is not None:
             version, self._snapshot_due = self._snapshot_due, None
@@ -308,10 +309,11 @@ def outstanding_at(location: str) -> tuple[int, int] | None:
     (an observer must not create or migrate a running stream's state); None if absent.
     On an object store that is the local cache, as current as the stream on this machine
     left it."""
+    state_dir = storage.join(storage.normalize(location), STATE_DIR)
     if storage.is_remote(location):
-        path = cache_path(storage.join(storage.normalize(location), STATE_DIR))
+        path = cache_path(state_dir)
     else:
-        path = os.path.join(location, STATE_DIR, "files.sqlite")
+        path = os.path.join(state_dir, "files.sqlite")
     if not os.path.isfile(path):
         return None
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
