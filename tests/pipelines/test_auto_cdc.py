@@ -656,3 +656,63 @@ def test_scd1_keeping_the_sequence_column_gives_the_same_rows_in_any_order(proje
             (126, "Lily", "Cancun", 2),
         ]
     )
+
+
+def test_scd2_a_late_event_absorbs_the_later_version_it_equals(project):
+    """A late event with the values of the next version starts that version earlier: the
+    target's row at the old start is replaced, not kept beside it."""
+    project.source("p.py", cdc(2))
+    project.land("1.json", EXAMPLE, folder="users")
+    assert project.run().ok
+    late = {"userId": 125, "name": "Mercedes", "city": "Mexicali", "operation": "UPDATE"}
+    project.land("2.json", [{**late, "sequenceNum": 4}], folder="users")
+    assert project.run().ok
+    expected = [r for r in SCD2 if r[0] != 125] + [
+        (125, "Mercedes", "Tijuana", 2, 4),
+        (125, "Mercedes", "Mexicali", 4, 6),
+        (125, "Mercedes", "Guadalajara", 6, None),
+    ]
+    assert target(project) == ordered(expected)
+
+
+@pytest.mark.parametrize("kept", [[], ["sequenceNum"]])
+def test_scd1_the_newest_of_a_keys_tombstones_decides(project, kept):
+    """A key deleted in several updates: a late upsert older than the last delete stays
+    ignored (though newer than the first), and so does a delete delivered again."""
+    excluded = ["operation", "sequenceNum"] if not kept else ["operation"]
+    project.source("p.py", cdc(1).replace('["operation", "sequenceNum"]', str(excluded)))
+    row = {"userId": 1, "name": "Ana", "city": "Lima"}
+    gone = {"userId": 1, "name": None, "city": None, "operation": "DELETE"}
+    batches = [
+        [{**row, "operation": "INSERT", "sequenceNum": 1}, {**gone, "sequenceNum": 2}],
+        [{**row, "city": "Cusco", "operation": "UPDATE", "sequenceNum": 3}],
+        [{**gone, "sequenceNum": 5}],
+        [{**row, "city": "Puno", "operation": "UPDATE", "sequenceNum": 4}, {**gone, "sequenceNum": 5}],
+    ]  # fmt: skip
+    for i, rows in enumerate(batches):
+        project.land(f"{i}.json", rows, folder="users")
+        assert project.run().ok
+        assert target(project) == ([] if i != 1 else [(1, "Ana", "Cusco", 3)[: 3 + len(kept)]])
+    project.land("9.json", [{**row, "operation": "UPDATE", "sequenceNum": 6}], folder="users")
+    assert project.run().ok
+    assert target(project) == [(1, "Ana", "Lima", 6)[: 3 + len(kept)]]
+
+
+def test_scd1_tombstones_are_forgotten_after_the_retention(project):
+    """With a retention of 0 seconds the next update forgets the tombstone: a late upsert
+    older than the delete then applies."""
+    project.source(
+        "p.py",
+        cdc(1).replace(
+            'dlt.create_streaming_table("target")',
+            'dlt.create_streaming_table("target", table_properties='
+            '{"pipelines.cdc.tombstoneGCThresholdInSeconds": "0"})',
+        ),
+    )
+    project.land("1.json", EXAMPLE, folder="users")
+    assert project.run().ok
+    assert target(project) == ordered(SCD1)
+    late = {"userId": 123, "name": "Isabel", "city": "Puebla", "operation": "UPDATE"}
+    project.land("2.json", [{**late, "sequenceNum": 4}], folder="users")  # older than the delete
+    assert project.run().ok
+    assert target(project) == ordered([*SCD1, (123, "Isabel", "Puebla")])
