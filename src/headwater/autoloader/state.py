@@ -14,6 +14,7 @@ offset refers to.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -27,6 +28,8 @@ import pyarrow as pa
 from headwater import storage
 from headwater.autoloader.state_log import CHECKPOINT_INTERVAL, Change, StateLog, cache_path
 from headwater.errors import StorageError
+
+log = logging.getLogger(__name__)
 
 STATE_DIR = "_headwater_file_state"
 
@@ -117,7 +120,12 @@ class FileState:
             raise
         if self._snapshot_due is not None:
             version, self._snapshot_due = self._snapshot_due, None
-            self._snapshot(version)
+            try:
+                self._snapshot(version)
+            except Exception as e:  # a snapshot is a shortcut only: the change is in the log
+                log.warning(
+                    "Auto Loader file state %s: no snapshot at %d (%s)", self.dir, version, e
+                )
 
     def _logged(self, cur: sqlite3.Cursor, change: Change) -> None:
         """Write ``change`` (applied in the open transaction) to the durable log, if any, as
