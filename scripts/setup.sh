@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a fresh machine: Java 17 (from Debian, only when `java` is missing), a virtual
-# environment in .venv, and headwater installed into it with its test extras.
+# environment in .venv, and headwater installed into it with its test extras (skipped when
+# nothing pip reads has changed since the last install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,17 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   "$PY" -m venv .venv
 fi
+# The install is editable, so source edits need none: install again only when what pip
+# reads changed (pyproject.toml, this checkout's place, the venv's Python), or when asked
+# (HEADWATER_REINSTALL=1). The stamp is written only after a successful install.
+STAMP=.venv/.headwater-install-stamp
+WANT="$(sha256sum pyproject.toml | cut -d' ' -f1) $(pwd) $(.venv/bin/python -V 2>&1)"
+if [ -z "${HEADWATER_REINSTALL:-}" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] \
+  && .venv/bin/python -c "import headwater" >/dev/null 2>&1; then
+  echo "== headwater already installed (pyproject.toml unchanged)"
+  exit 0
+fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 echo "== installing headwater"
 .venv/bin/python -m pip install -q -e ".[test]"
+echo "$WANT" > "$STAMP"
