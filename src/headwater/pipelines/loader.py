@@ -65,10 +65,7 @@ def pipeline_modules() -> Iterator[None]:
     expect_all=...)``, the ``expect*`` decorators, and a ``create_auto_cdc_flow`` that
     needs no Spark Connect client."""
     saved_dlt = sys.modules.get("dlt")
-    added: dict[str, Callable[..., Any]] = {f.__name__: f for f in decorators.EXPECT_FUNCTIONS}
-    added["append_flow"] = decorators.append_flow
-    added["create_streaming_table"] = decorators.create_streaming_table
-    added["create_auto_cdc_flow"] = decorators.sdp_create_auto_cdc_flow
+    added = sdp_additions()
     saved = {name: getattr(sdp, name, None) for name in added}
     sys.modules["dlt"] = decorators
     for name, func in added.items():
@@ -87,19 +84,38 @@ def pipeline_modules() -> Iterator[None]:
             sys.modules["dlt"] = saved_dlt
 
 
+def python_syntax_error(e: SyntaxError, file: Path | str) -> PipelineDefinitionError:
+    """The one error for Python that does not compile, here and in :mod:`.precheck`."""
+    return PipelineDefinitionError(f"[PIPELINE_PYTHON_SYNTAX_ERROR] {e.msg}", str(file), e.lineno)
+
+
+def sdp_additions() -> dict[str, Callable[..., Any]]:
+    """What ``pyspark.pipelines`` has while sources load, in place of (or besides) its own
+    functions; :mod:`.precheck` checks calls against these same signatures."""
+    added: dict[str, Callable[..., Any]] = {f.__name__: f for f in decorators.EXPECT_FUNCTIONS}
+    added["append_flow"] = decorators.append_flow
+    added["create_streaming_table"] = decorators.create_streaming_table
+    added["create_auto_cdc_flow"] = decorators.sdp_create_auto_cdc_flow
+    return added
+
+
 def run_python_source(spark: SparkSession, file: Path) -> None:
-    """Run one Python library as a module; its errors name the file and line."""
+    """Run one Python library as a module; its errors name the file and line.
+
+    The source is read and compiled here rather than through the import system, whose
+    bytecode cache keys on the file's mtime in whole seconds and its size: an edit saved
+    within the same second at the same length would run the old code (``--watch``
+    re-runs a file as soon as it is saved)."""
     module_spec = importlib.util.spec_from_file_location(file.stem, str(file))
     if module_spec is None or module_spec.loader is None:
         raise PipelineDefinitionError("Cannot load this file as Python.", str(file))
     module = importlib.util.module_from_spec(module_spec)
     module.__dict__["spark"] = spark
     try:
-        module_spec.loader.exec_module(module)
+        code = compile(file.read_bytes(), str(file), "exec", dont_inherit=True)
+        exec(code, module.__dict__)
     except SyntaxError as e:
-        raise PipelineDefinitionError(
-            f"[PIPELINE_PYTHON_SYNTAX_ERROR] {e.msg}", str(file), e.lineno
-        ) from None
+        raise python_syntax_error(e, file) from None
     except PipelineDefinitionError:
         raise
     except (HeadwaterError, Exception) as e:
