@@ -11,13 +11,18 @@ Spark needed).
 from __future__ import annotations
 
 import argparse
-import signal
+import functools
 import sys
-import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.errors import PipelineError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from headwater.pipelines.run_interrupt import Interrupts
+    from headwater.pipelines.spec import PipelineSpec
 
 SPEC = """name: {name}
 storage: pipeline-storage
@@ -53,6 +58,7 @@ def add_parser(sub: Any) -> None:
         c.add_argument("--warehouse", default=None, help="where the tables are kept")
         c.add_argument("--master", default=None, help="Spark master (default local[*])")
         c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+        c.add_argument("--watch", action="store_true", help="keep Spark warm; rerun on save")
         if name == "run":
             c.add_argument("--refresh", default=None, help="refresh only these datasets (a,b)")
             c.add_argument("--full-refresh", default="", help="clear and reprocess these (a,b)")
@@ -72,36 +78,64 @@ def main(args: argparse.Namespace) -> int:
         return init(args.name)
     if args.pipelines_command == "report":
         return report(args.spec, args.storage, args.output, args.updates)
-    from headwater import pipelines
-    from headwater.pipelines.progress import Printer, summary
-    from headwater.session import session
+    from headwater.pipelines.precheck import precheck
+    from headwater.pipelines.run_interrupt import Interrupts
+    from headwater.pipelines.spec import load_spec
+    from headwater.pipelines.watch import Starting, develop
 
+    interrupts = Interrupts()
+    interrupts.install()
     try:
-        spec = pipelines.load_spec(args.spec, _overrides(args.conf))
-        spark = session(f"pipeline {spec.name}", args.master, args.warehouse)
-        stop = threading.Event()
-        _on_signals(stop)
-        printer = Printer()
-        if args.pipelines_command == "dry-run":
-            result = pipelines.run(spec, spark, dry_run=True, listeners=[printer])
-            print(result.graph.describe())
-            return 0
-        result = pipelines.run(
-            spec,
-            spark,
-            refresh=_names(args.refresh),
-            full_refresh=_names(args.full_refresh) or (),
-            full_refresh_all=args.full_refresh_all,
-            continuous=args.continuous,
-            trigger_interval=args.trigger_interval,
-            max_retries=args.max_retries,
-            stop=stop,
-            listeners=[printer],
-        )
+        spec = load_spec(args.spec, _overrides(args.conf))
+        # Spark starts in the background while the sources are checked (no Spark needed).
+        starting = Starting(f"pipeline {spec.name}", args.master, args.warehouse)
+        if args.watch:
+            if getattr(args, "continuous", False):
+                raise SystemExit("--watch runs triggered updates: drop --continuous")
+            interrupts.running = True  # Ctrl-C: stop the update, if one runs, and the loop
+            update = functools.partial(one_update, args, interrupts)
+            return develop(args.spec, _overrides(args.conf), starting, update, interrupts.stop)
+        precheck(spec)
+        spark = starting.wait()
+        assert spark is not None
+        interrupts.install()
+        interrupts.running = True
+        return one_update(args, interrupts, spec, spark)
     except PipelineError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Spark's own handler, while the session was starting
+        print("stopped before the update started.", file=sys.stderr)
+        return interrupts.exit_code
+
+
+def one_update(
+    args: argparse.Namespace, interrupts: Interrupts, spec: PipelineSpec, spark: SparkSession
+) -> int:
+    """One update (or dry run) on a started session, its summary printed; the exit code."""
+    from headwater import pipelines
+    from headwater.pipelines.progress import Printer, summary
+
+    printer = Printer()
+    if args.pipelines_command == "dry-run":
+        result = pipelines.run(spec, spark, dry_run=True, listeners=[printer])
+        print(result.graph.describe())
+        return 0
+    result = pipelines.run(
+        spec,
+        spark,
+        refresh=_names(args.refresh),
+        full_refresh=_names(args.full_refresh) or (),
+        full_refresh_all=args.full_refresh_all,
+        continuous=args.continuous,
+        trigger_interval=args.trigger_interval,
+        max_retries=args.max_retries,
+        stop=interrupts.stop,
+        listeners=[printer],
+    )
     print(summary(result))
+    if result.state == "CANCELED":
+        return interrupts.exit_code
     return 0 if result.ok else 1
 
 
@@ -148,17 +182,3 @@ def _overrides(confs: list[str]) -> dict[str, Any]:
             raise SystemExit(f"--conf takes KEY=VALUE, not '{item}'")
         pairs[key.strip()] = value.strip()
     return {"configuration": pairs}
-
-
-def _on_signals(stop: threading.Event) -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        print("stopping after the current micro-batches... (again to abort)", file=sys.stderr)
-        stop.set()
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)

@@ -32,6 +32,7 @@ from headwater.pipelines.elements import Dataset
 from headwater.pipelines.expectations import Quality, Rules
 from headwater.pipelines.graph import AnalysedFlow
 from headwater.pipelines.layout import Layout
+from headwater.pipelines.run_interrupt import BatchGate, stopped_by_request
 
 Write = Callable[[DataFrame], WriteResult | None]
 
@@ -61,6 +62,8 @@ class FlowRun:
     after_commit: list[Callable[[], None]] = field(default_factory=list, repr=False)
     sources: list[str] = field(default_factory=list)  # Auto Loader state of its sources
     changes: dict[str, int] | None = None  # AUTO CDC: num_upserted_rows, num_deleted_rows
+    gate: BatchGate | None = field(default=None, repr=False)  # stops its stream between batches
+    stopped: bool = False  # its stream was stopped before it had drained
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -167,6 +170,7 @@ def start_stream(
     ``run`` counts the rows each committed micro-batch wrote, and the checks of ``rules``
     (rows breaking quarantine rules go to the table ``quarantine``)."""
     checkpoint = layout.checkpoint(af.flow.name)
+    gate = run.gate.wrap if run.gate is not None else _ungated
     if dataset.kind == "sink":
         writer = df.writeStream.format(dataset.format or "delta").options(**dataset.options)
         writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
@@ -204,7 +208,7 @@ def start_stream(
         trigger=trigger,
         query_name=query_name,
         on_commit=committed,
-        wrap=checked if rules else None,
+        wrap=lambda sink: gate(checked(sink) if rules else sink),
     )
 
 
@@ -244,8 +248,9 @@ def apply_changes(
             run.num_output_rows += result.upserted + result.deleted
             run.batches += 1
 
+    gate = run.gate.wrap if run.gate is not None else _ungated
     return api.start_foreach_batch(
-        df, batch, layout.checkpoint(af.flow.name), trigger=trigger, query_name=query_name
+        df, gate(batch), layout.checkpoint(af.flow.name), trigger=trigger, query_name=query_name
     )
 
 
@@ -274,7 +279,8 @@ def await_stream(
     on_batch: Callable[[FlowRun], None] | None = None,
 ) -> None:
     """Wait for the query to end (``availableNow``: when it has drained; otherwise when
-    ``stop`` is set), counting its rows as batches complete."""
+    ``stop`` is set: then it ends between two batches, see :mod:`.run_interrupt`),
+    counting its rows as batches complete."""
     seen = 0
     while not query.awaitTermination(0.5):  # type: ignore[arg-type]
         batches = run.batches
@@ -282,14 +288,25 @@ def await_stream(
         if on_batch is not None and run.batches != batches:
             on_batch(run)
         if stop.is_set():
-            query.stop()
+            run.stopped = True
+            if run.gate is not None:
+                run.gate.stop(query)
+            else:
+                query.stop()
     _count(query, run, seen)
     error = query.exception()
     if error is not None:
         text = f"{error.desc if hasattr(error, 'desc') else error}"
+        if stop.is_set() and stopped_by_request(text):
+            run.stopped = True
+            return
         if "UNKNOWN_FIELD_EXCEPTION" in text:
             raise SchemaChanged(text)
         raise RuntimeError(text)
+
+
+def _ungated(function: api.BatchFunction) -> api.BatchFunction:
+    return function
 
 
 def _count(query: StreamingQuery, run: FlowRun, seen: int) -> int:

@@ -37,6 +37,7 @@ from headwater.pipelines.layout import Layout
 from headwater.pipelines.loader import load
 from headwater.pipelines.reads import Names, PipelineReads
 from headwater.pipelines.registry import Registry
+from headwater.pipelines.run_interrupt import BatchGate
 from headwater.pipelines.spec import PipelineSpec
 from headwater.pipelines.sql_flows import sql_loader
 
@@ -380,7 +381,8 @@ class Update:
         for attempt in range(self.options.max_retries + 1):
             try:
                 self._attempt(graph, af, run, trigger or {"availableNow": True})
-                run.status = "STOPPED" if trigger and self.stop.is_set() else "COMPLETED"
+                stopped = self.stop.is_set() and (trigger is not None or run.stopped)
+                run.status = "STOPPED" if stopped else "COMPLETED"
                 run.error = None
                 break
             except Exception as e:  # the flow fails; the update goes on
@@ -437,6 +439,7 @@ class Update:
         aside = quarantine_name(dataset, af.target) if rules.quarantines else None
         reads = self._reads(graph, af, run, rules.quarantines)
         run.after_commit.clear()
+        run.gate = BatchGate(self.stop)
         try:
             df = evaluate(flow, reads)
             run.sources = [

@@ -1,0 +1,117 @@
+"""Stopping a running stream between two micro-batches, never inside one.
+
+``StreamingQuery.stop()`` interrupts the query's thread wherever it is. When that is inside
+a ``foreachBatch`` function (every pipeline stream writes through one), the interrupted
+JVM call fails in Python with a ``Py4JJavaError`` whose text carries the whole Java stack
+trace; Spark then tests that text against a backtracking pattern
+(``StreamExecution.isInterruptionException``) which overflows the thread's stack on a few
+KB of text: the stream thread dies of ``StackOverflowError`` without marking the query
+terminated, and whoever waits for it (``awaitTermination``, ``stop()`` itself) may wait
+forever. So a stop waits until no batch function of the flow is running, and a batch
+function that starts once a stop is asked for raises :class:`StopRequested` before it
+touches anything: that batch's offsets are logged but not committed, so the next update
+runs it again (exactly once, as after a crash).
+
+:class:`Interrupts` is the command line's side: the first Ctrl-C (or SIGTERM) asks for
+that stop, the second ends the process at once (the JVM exits when its driver does; every
+commit is idempotent, so this is as safe as a crash).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
+
+from headwater.api import BatchFunction
+
+STOP_MARKER = "HEADWATER_STOP_REQUESTED"
+
+
+class StopRequested(RuntimeError):
+    """Raised by a batch function that starts after a stop was asked for: the batch is
+    left for the next update. Its message is short on purpose (see the module's doc)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"{STOP_MARKER}: the update is stopping; this batch runs next time.")
+
+
+class BatchGate:
+    """Wraps a flow's ``foreachBatch`` function so that :meth:`stop` ends the query only
+    between batches."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop_asked = stop
+        self.lock = threading.Lock()
+        self.running = 0
+
+    def wrap(self, function: BatchFunction) -> BatchFunction:
+        def batch(df: DataFrame, batch_id: int) -> object:
+            with self.lock:
+                if self.stop_asked.is_set():
+                    raise StopRequested()
+                self.running += 1
+            try:
+                return function(df, batch_id)
+            finally:
+                with self.lock:
+                    self.running -= 1
+
+        return batch
+
+    def stop(self, query: StreamingQuery, poll: float = 0.05) -> None:
+        """Stop ``query`` once its current batch function (if any) has returned."""
+        while True:
+            with self.lock:
+                if self.running == 0:
+                    break
+            if not query.isActive:
+                return
+            time.sleep(poll)
+        query.stop()
+
+
+def stopped_by_request(error_text: str) -> bool:
+    """Whether a query ended because a batch refused to start during a stop."""
+    return STOP_MARKER in error_text
+
+
+class Interrupts:
+    """SIGINT and SIGTERM for a command that runs an update."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.signal = 0
+        self.running = False  # set once the update begins: before, nothing needs a clean end
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's code for a process ended by the signal received (130 for Ctrl-C)."""
+        return 128 + (self.signal or signal.SIGINT)
+
+    def install(self) -> None:
+        """Handle both signals (again after Spark has started: its context installs a
+        SIGINT handler of its own, which cancels jobs mid-batch)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self.handle)
+            signal.signal(signal.SIGTERM, self.handle)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        self.signal = self.signal or signum
+        if not self.running:
+            self.end("stopped before the update started.")
+        if self.stop.is_set():
+            self.end("aborted.")
+        print("stopping after the current micro-batches... (again to abort)", file=sys.stderr)
+        self.stop.set()
+
+    def end(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(self.exit_code)
