@@ -490,7 +490,7 @@ def test_render_does_not_change_the_stored_query():
 def test_render_keeps_cte_names_and_replaces_reads_inside_ctes():
     query = parse_query("WITH c AS (SELECT * FROM LIVE.src) SELECT * FROM c", "f.sql")
     assert query.render({Reference("src", live=True): "v1"}) == (
-        "WITH c AS (SELECT * FROM v1) SELECT * FROM c"
+        "WITH c AS (SELECT * FROM v1 AS src) SELECT * FROM c"
     )
 
 

@@ -111,7 +111,7 @@ class PipelineReads:
         for src in query.file_sources:
             names[src] = self.view_of(self.read_files(src))
         with resolving(None):
-            return self.spark.sql(query.render(names))
+            return self.spark.sql(query.render(names, self.names.database))
 
     def read_files(self, src: FileSource) -> DataFrame:
         """``read_files``/``cloud_files``: Auto Loader under ``STREAM`` (its options may be

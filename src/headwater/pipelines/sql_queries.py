@@ -86,30 +86,41 @@ class SqlQuery:
     references: tuple[Reference, ...] = ()
     file_sources: tuple[FileSource, ...] = ()
 
-    def render(self, names: Mapping[Reference | FileSource, str]) -> str:
+    def render(
+        self, names: Mapping[Reference | FileSource, str], database: str | None = None
+    ) -> str:
         """Spark SQL of the query with each read in ``names`` replaced by the plain table
         identifier given (the runner's temporary views) and every ``STREAM`` wrapper
-        removed: streaming is decided by the view, not by the text. Reads missing from
-        ``names`` stay as written, minus ``LIVE.``. The stored tree is not changed."""
+        removed: streaming is decided by the view, not by the text. A dataset read keeps
+        the names the query may qualify its columns with: without an alias of its own, the
+        view is aliased as the dataset's name, and ``LIVE.x.col`` / ``db.x.col`` become
+        ``x.col`` (``db`` as written, or the pipeline's ``database``). Reads missing from ``names`` stay as written, minus ``LIVE.``. The
+        stored tree is not changed."""
         by_key = {reference_key(k): v for k, v in names.items() if isinstance(k, Reference)}
         tree = self.tree.copy()
         ctes = cte_names(tree)
+        planned: list[tuple[exp.Table, str | None, bool]] = []
         for table in list(tree.find_all(exp.Table)):
             read = read_of(table, ctes)
             if isinstance(read, Reference):
-                replacement = by_key.get(reference_key(read))
+                planned.append((table, by_key.get(reference_key(read)), True))
             elif isinstance(read, FileSource):
-                replacement = names.get(read)
-            else:
-                continue
+                planned.append((table, names.get(read), False))
+        for stream in list(tree.find_all(exp.Stream)):
+            unwrap_stream(stream)  # first: the alias of STREAM(x) a moves onto the table
+        qualifiers: dict[str, set[tuple[str, ...]]] = {}
+        for table, replacement, dataset in planned:
             if replacement is None:
                 strip_live(table)
-            else:
-                table.set("catalog", None)
-                table.set("db", None)
-                table.set("this", exp.to_identifier(replacement))
-        for stream in list(tree.find_all(exp.Stream)):
-            unwrap_stream(stream)
+                continue
+            if dataset and table.args.get("alias") is None:
+                name, prefix = keep_qualifier(table)
+                prefixes = {prefix, ("live",)} | ({(database.lower(),)} if database else set())
+                qualifiers.setdefault(name, set()).update(prefixes)
+            table.set("catalog", None)
+            table.set("db", None)
+            table.set("this", exp.to_identifier(replacement))
+        requalify(tree, qualifiers)
         return tree.sql(dialect=OUTPUT_DIALECT)
 
 
@@ -251,6 +262,27 @@ def is_streamed(table: exp.Table) -> bool:
     if isinstance(parent, exp.Subquery) and parent.this is table:
         parent = parent.parent
     return isinstance(parent, exp.Stream)
+
+
+def keep_qualifier(table: exp.Table) -> tuple[str, tuple[str, ...]]:
+    """Alias ``table`` as its own name (``LIVE.x`` and ``db.x`` as ``x``), as Spark names a
+    table read without an alias; the name (lower case) and the prefix it was written with."""
+    parts = [p for p in table.parts if isinstance(p, exp.Identifier)]
+    table.set("alias", exp.TableAlias(this=parts[-1].copy()))
+    return parts[-1].name.lower(), tuple(p.name.lower() for p in parts[:-1])
+
+
+def requalify(tree: exp.Expr, qualifiers: Mapping[str, set[tuple[str, ...]]]) -> None:
+    """``LIVE.x.col`` and ``db.x.col`` -> ``x.col`` for the tables aliased by
+    :func:`keep_qualifier`: an alias qualifies a column with one name only."""
+    if not qualifiers:
+        return
+    for column in list(tree.find_all(exp.Column)):
+        names = [column.args.get(k) for k in ("catalog", "db", "table")]
+        parts = [n.name.lower() for n in names if isinstance(n, exp.Identifier)]
+        if len(parts) > 1 and tuple(parts[:-1]) in qualifiers.get(parts[-1], ()):
+            column.set("catalog", None)
+            column.set("db", None)
 
 
 def strip_live(table: exp.Table) -> None:
