@@ -287,10 +287,21 @@ def create_auto_cdc_flow(
     *,
     name: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    ignore_null_updates_column_list: Any = None,
+    ignore_null_updates_except_column_list: Any = None,
+    system_sequence_by: Any = None,
+    columns_to_update: Any = None,
 ) -> None:
     """A flow applying the change events of ``source`` (a stream) to ``target`` (a
     streaming table) as SCD type 1 or 2, ordered by ``sequence_by`` whatever order they
-    arrive in (see :mod:`headwater.pipelines.cdc_apply`). The arguments in ``dlt``'s order."""
+    arrive in (see :mod:`headwater.pipelines.cdc_apply`). The arguments in ``dlt``'s order;
+    the platform's newer ones are taken by name (a value is refused, not ignored)."""
+    not_supported(
+        ignore_null_updates_column_list=ignore_null_updates_column_list,
+        ignore_null_updates_except_column_list=ignore_null_updates_except_column_list,
+        system_sequence_by=system_sequence_by,
+        columns_to_update=columns_to_update,
+    )
     spec = auto_cdc(
         source,
         keys,
@@ -311,22 +322,47 @@ def create_auto_cdc_flow(
 
 def create_auto_cdc_from_snapshot_flow(
     target: str,
-    source: Any,
-    keys: Any,
+    source: Any = None,
+    keys: Any = None,
     stored_as_scd_type: Any = 1,
     track_history_column_list: Any = None,
     track_history_except_column_list: Any = None,
+    once: bool = False,
     *,
     name: str | None = None,
+    snapshot_and_version: Any = None,
 ) -> None:
     """A flow turning full snapshots into changes of ``target``: ``source`` is a table
     (read whole at each update) or ``next_snapshot_and_version(latest_version)``
-    returning ``(DataFrame, version)`` or None (see :mod:`.cdc_snapshots`)."""
+    returning ``(DataFrame, version)`` or None (see :mod:`.cdc_snapshots`); the
+    platform's earlier releases named the function ``snapshot_and_version``."""
+    if (source is None) == (snapshot_and_version is None):
+        raise TypeError(
+            "give source (a table name or a function next_snapshot_and_version) or "
+            "snapshot_and_version (the function), not both."
+            if source is not None
+            else "source is required: a table name or a function next_snapshot_and_version."
+        )
+    if keys is None:
+        raise TypeError("keys is required: the columns identifying a row.")
     spec = snapshot_cdc(
-        source, keys, stored_as_scd_type, track_history_column_list,
-        track_history_except_column_list,
+        source if source is not None else snapshot_and_version, keys, stored_as_scd_type,
+        track_history_column_list, track_history_except_column_list,
     )  # fmt: skip
-    active_registry().add_flow(cdc_flow(target, spec, origin_of_caller(), name))
+    active_registry().add_flow(cdc_flow(target, spec, origin_of_caller(), name, once=once))
+
+
+def not_supported(**arguments: Any) -> None:
+    """Refuse a value for an argument headwater takes by name but does not apply yet."""
+    given = [name for name, value in arguments.items() if value is not None]
+    if given:
+        origin = origin_of_caller(3)  # the user's call of the flow function
+        raise PipelineDefinitionError(
+            f"[PIPELINE_AUTO_CDC_UNSUPPORTED] AUTO CDC argument {given[0]} is not supported "
+            "yet; leave it out (ignore_null_updates=True applies to every column).",
+            origin.file,
+            origin.line,
+        )
 
 
 apply_changes_from_snapshot = create_auto_cdc_from_snapshot_flow  # the older name
