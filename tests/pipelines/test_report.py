@@ -270,7 +270,8 @@ def test_expectations_are_counted_against_the_dataset_that_declares_them():
     assert silver["has_region"].failed == 40 and silver["has_region"].passed == 950
     assert silver["positive"].constraint == "amount > 0"
     assert quality["db.silver"].dropped == 10  # dropped by the flow into silver
-    assert latest.records_failed == 50
+    assert latest.records_failed == 10  # dropped; the 40 without region were kept
+    assert latest.records_warned == 40
 
 
 def test_the_window_keeps_the_last_updates_and_counts_them_all():
@@ -387,7 +388,8 @@ def test_the_updates_table_lists_recent_updates_newest_first():
     row = re.search(r"bbbbbbbb.*?</tr>", table, re.S)
     assert row is not None and ">FAILED<" in row.group(0)
     assert '"num">510<' in row.group(0)  # bronze 500 + backfill 10; silver failed
-    assert '"num bad">26<' in row.group(0)  # 5 dropped + 1 negative + 20 without region
+    assert '"num bad">6<' in row.group(0)  # 5 dropped + 1 negative
+    assert '"num warned">20<' in row.group(0)  # without region: warned, kept
 
 
 def test_a_dry_run_shows_the_graph_and_the_rules_without_results():

@@ -253,15 +253,16 @@ def _bar(e: ExpectationResult) -> str:
     if not e.checked:
         return '<span class="muted">no record checked</span>'
     failed_pct = 100 * e.failed / e.checked
-    bad = "warn" if e.action == "warn" else "fail"
+    bad = "warn" if e.kept else "fail"
+    broke = f"{e.failed:,} warned (kept)" if e.kept else f"{e.failed:,} failed"
     # a single failed record in a million must still show
     failed_width = max(failed_pct, 1.5) if e.failed else 0.0
     return (
-        f'<div class="bar" title="{e.passed:,} passed, {e.failed:,} failed">'
+        f'<div class="bar" title="{e.passed:,} passed, {broke}">'
         f'<span class="ok" style="width:{100 - failed_width:.2f}%"></span>'
         f'<span class="{bad}" style="width:{failed_width:.2f}%"></span></div>'
         f'<div class="bar-text"><span class="ok-text">{e.passed:,} passed</span> · '
-        f'<span class="{bad}-text">{e.failed:,} failed</span> ({_pct(failed_pct)})</div>'
+        f'<span class="{bad}-text">{broke}</span> ({_pct(failed_pct)})</div>'
     )
 
 
@@ -281,7 +282,8 @@ def _sparkline(trend: Sequence[ExpectationResult | None]) -> str:
             continue
         h = max(2.0, height * rate / top) if top and rate else 2.0
         colour = ("#bf8700" if result.action == "warn" else "#cf222e") if rate else "#1a7f37"
-        tip = f"{_pct(100 * rate)} failed ({result.failed:,} of {result.checked:,})"
+        verb = "warned (kept)" if result.kept else "failed"
+        tip = f"{_pct(100 * rate)} {verb} ({result.failed:,} of {result.checked:,})"
         bars.append(
             f'<rect x="{x}" y="{height - h:.1f}" width="{width}" height="{h:.1f}" '
             f'fill="{colour}"><title>{_e(tip)}</title></rect>'
@@ -302,7 +304,8 @@ def _updates(report: PipelineReport) -> str:
     return (
         '<section><h2>Recent updates</h2><table class="updates"><thead><tr><th>Update</th>'
         '<th>Started</th><th>State</th><th>Duration</th><th class="num">Rows written</th>'
-        '<th class="num">Records failed</th></tr></thead>'
+        '<th class="num">Records failed</th><th class="num">Records warned (kept)</th>'
+        "</tr></thead>"
         f"<tbody>{rows}</tbody></table></section>"
     )
 
@@ -317,7 +320,8 @@ def _update_row(u: UpdateSummary) -> str:
         f'<tr><td title="{_e(u.id)}">{_code(u.id[:8])} {flags}</td><td>{_e(_when(u.start))}</td>'
         f"<td>{_badge(u.state)}</td><td>{_e(_seconds(u.seconds))}</td>"
         f'<td class="num">{u.rows_written:,}</td>'
-        f'<td class="num{" bad" if u.records_failed else ""}">{u.records_failed:,}</td></tr>'
+        f'<td class="num{" bad" if u.records_failed else ""}">{u.records_failed:,}</td>'
+        f'<td class="num{" warned" if u.records_warned else ""}">{u.records_warned:,}</td></tr>'
     )
 
 
@@ -413,6 +417,7 @@ th, td { text-align: left; padding: 7px 10px; border-bottom: 1px solid var(--lin
 th { font-size: 12px; color: var(--muted); font-weight: 600; background: var(--soft); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.bad { color: var(--fail); font-weight: 600; }
+td.warned { color: #9a6700; }
 .constraint { margin-top: 3px; }
 .action { display: inline-block; border-radius: 4px; padding: 0 7px; font-size: 12px;
   border: 1px solid var(--line); background: var(--soft); }

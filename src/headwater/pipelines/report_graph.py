@@ -67,6 +67,8 @@ class Node:
     rows_in: int | None = None
     seconds: float | None = None
     virtual: bool = False
+    upserted: int | None = None  # AUTO CDC's changes to its target
+    deleted: int | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ def graph(update: UpdateSummary) -> tuple[list[Node], list[tuple[str, str]]]:
                 rows_out=_sum(f.rows_out for f in shown),
                 rows_in=_sum(f.rows_in for f in shown),
                 seconds=max((f.seconds for f in shown if f.seconds is not None), default=None),
+                upserted=_sum(f.upserted for f in shown),
+                deleted=_sum(f.deleted for f in shown),
             )
         )
     for f in update.flows:
@@ -136,6 +140,8 @@ def graph(update: UpdateSummary) -> tuple[list[Node], list[tuple[str, str]]]:
                 f.rows_out,
                 f.rows_in,
                 f.seconds,
+                upserted=f.upserted,
+                deleted=f.deleted,
             )
         )
         edges.extend((f"d:{source}", flow_id) for source in f.inputs)
@@ -334,6 +340,8 @@ def _node(p: Placed, *, dry: bool) -> str:
         stats.append(f"{n.rows_out:,} out")
     if n.rows_in is not None:
         stats.append(f"{n.rows_in:,} in")
+    if n.upserted is not None or n.deleted is not None:
+        stats.append(f"{n.upserted or 0:,} upserted, {n.deleted or 0:,} deleted")
     if n.seconds is not None:
         stats.append(duration(n.seconds))
     line = " · ".join(stats)

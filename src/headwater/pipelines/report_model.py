@@ -64,6 +64,8 @@ class FlowState:
     status: str | None = None
     rows_out: int | None = None
     rows_in: int | None = None
+    upserted: int | None = None  # AUTO CDC: target rows inserted or updated
+    deleted: int | None = None  # AUTO CDC: target rows deleted (SCD2: closed)
     seconds: float | None = None
     dropped: int = 0
     quarantined: int = 0
@@ -90,6 +92,11 @@ class ExpectationResult:
     @property
     def checked(self) -> int:
         return self.passed + self.failed
+
+    @property
+    def kept(self) -> bool:
+        """A ``warn`` rule: the records that break it are counted and written anyway."""
+        return self.action == "warn"
 
     @property
     def failure_rate(self) -> float | None:
@@ -143,7 +150,13 @@ class UpdateSummary:
 
     @property
     def records_failed(self) -> int:
-        return sum(e.failed for q in self.quality for e in q.expectations)
+        """Records dropped or failing the flow (a ``warn`` rule's records were kept)."""
+        return sum(e.failed for q in self.quality for e in q.expectations if not e.kept)
+
+    @property
+    def records_warned(self) -> int:
+        """Records that broke only ``warn`` rules: written all the same."""
+        return sum(e.failed for q in self.quality for e in q.expectations if e.kept)
 
     @property
     def failed_flows(self) -> tuple[FlowState, ...]:
@@ -396,6 +409,8 @@ def _flow(name: str, definition: _Event | None, events: Sequence[_Event]) -> Flo
         status=status,
         rows_out=_int(metrics.get("num_output_rows")),
         rows_in=_int(metrics.get("num_input_rows")),
+        upserted=_int(metrics.get("num_upserted_rows")),
+        deleted=_int(metrics.get("num_deleted_rows")),
         seconds=max(0.0, seconds) if seconds is not None else None,
         dropped=_int(quality.get("dropped_records")) or 0,
         quarantined=_int(quality.get("quarantined_records")) or 0,
