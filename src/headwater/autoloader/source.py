@@ -270,6 +270,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         entries = self.state.between(self._seq(start), self._seq(end))
+        self.state.note_reading(self._seq(end))  # read now: no longer in the backlog
         parts: list[FilesPartition] = []
         current: list[tuple[str, int, int]] = []
         size = 0

@@ -279,6 +279,15 @@ class FileState:
         """Files (and bytes) discovered but not yet committed by the stream."""
         return _outstanding(self._db)
 
+    def note_reading(self, upto: int) -> None:
+        """The batch being read ends at ``upto``: its files are no longer waiting, though
+        Spark marks them committed only when it plans the next batch. A local hint for the
+        backlog, not a change of the durable log (lost with the cache, it only makes the
+        backlog count those files again)."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('reading_upto', ?)", (str(int(upto)),)
+        )
+
     def mark_committed(self, upto: int) -> list[FileEntry]:
         now = int(time.time() * 1000)
         rows = self._db.execute(
@@ -350,6 +359,8 @@ def _clear(cur: sqlite3.Cursor, keep_meta: bool = False) -> None:
 
 def _outstanding(db: sqlite3.Connection) -> tuple[int, int]:
     n, size = db.execute(
-        "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE commit_time IS NULL AND skipped=0"
+        "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE commit_time IS NULL AND "
+        "skipped=0 AND seq > COALESCE((SELECT CAST(value AS INTEGER) FROM meta "
+        "WHERE key='reading_upto'), 0)"
     ).fetchone()
     return n, size
