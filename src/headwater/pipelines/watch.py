@@ -1,9 +1,11 @@
 """The edit-run loop: Spark started while sources are checked, and kept warm between updates.
 
 A SparkSession takes 15-30 s to start, most of it the JVM's; reading and checking a
-pipeline's sources (:mod:`.precheck`) takes well under a second. :class:`Starting` builds
-the session in a background thread, so a typo is reported at once and a correct pipeline
-waits for Spark only as long as Spark needs.
+pipeline's sources (:mod:`.precheck`) takes milliseconds. :class:`Starting` builds the
+session in a background thread: under ``--watch`` it starts at once, so a typo found
+meanwhile is reported while Spark warms up for the fixed file. A single command checks
+first and starts Spark after (a JVM started before a failed check would outlive the
+command by seconds, holding its output open).
 
 :func:`develop` is ``headwater pipelines run --watch``: the known platform's development
 mode keeps its cluster between updates; this keeps one session and runs an update each
