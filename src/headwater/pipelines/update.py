@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from headwater import api, storage
 from headwater.errors import ExpectationViolationError, PipelineDefinitionError
 from headwater.pipelines import flows as flow_runs
+from headwater.pipelines import run_retry
 from headwater.pipelines.continuous import run_continuous
 from headwater.pipelines.elements import Dataset
 from headwater.pipelines.event_log import Event, EventLog, Listener
@@ -375,10 +376,12 @@ class Update:
         self, graph: Graph, af: AnalysedFlow, trigger: dict[str, Any] | None = None
     ) -> None:
         """Run ``af`` to the end (a stream: until ``availableNow`` has drained, or until
-        stopped under ``trigger``), retrying up to ``max_retries`` times."""
+        stopped under ``trigger``), retrying up to ``max_retries`` times (a transient
+        failure at least :data:`.run_retry.TRANSIENT_RETRIES` times)."""
         run = self.runs[af.flow.name]
         start = time.monotonic()
-        for attempt in range(self.options.max_retries + 1):
+        attempt = 0
+        while True:
             try:
                 self._attempt(graph, af, run, trigger or {"availableNow": True})
                 stopped = self.stop.is_set() and (trigger is not None or run.stopped)
@@ -388,10 +391,13 @@ class Update:
             except Exception as e:  # the flow fails; the update goes on
                 run.error = e
                 again = not isinstance(e, ExpectationViolationError) and not self.stop.is_set()
-                if attempt < self.options.max_retries and again:
+                if attempt < run_retry.retries(e, self.options.max_retries) and again:
+                    attempt += 1
                     self.log.flow_progress(af.flow.name, af.target, "RETRYING", error=e)
-                    continue
+                    if not self.stop.wait(run_retry.pause(e, attempt)):
+                        continue
                 run.status = "FAILED"
+                break
         run.seconds = flow_runs.elapsed(start)
         self.log.flow_progress(
             af.flow.name,
