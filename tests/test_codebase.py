@@ -135,3 +135,31 @@ def test_the_file_access_check_sees_open_os_and_shutil(tmp_path):
     module.write_text("import os, shutil\nopen('x')\nos.link('a', 'b')\nshutil.rmtree('d')\n")
     found = [hit.split(" ", 1)[1] for hit in file_access(module, tmp_path)]
     assert found == ["open(...)", "os.link(...)", "shutil.rmtree(...)"]
+
+
+# One door to the tables: only the catalog and the typed API (headwater.api.Table, through
+# which SQL, COPY INTO, the adapter and the pipelines write) register tables in Spark's
+# catalog, so every change of a schema reaches the mirror the same way.
+MIRROR_KEEPERS = ("catalog", "api.py")
+
+
+def mirror_registrations(path: Path, root: Path = SRC) -> list[str]:
+    """Calls of ``register_in_spark`` (as a method or a name) in ``path``."""
+    return [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and "register_in_spark"
+        in (getattr(node.func, "attr", None), getattr(node.func, "id", None))
+    ]
+
+
+def test_only_the_catalog_and_the_api_register_tables_in_spark():
+    outside = [p for p in MODULES if p.relative_to(SRC).parts[0] not in MIRROR_KEEPERS]
+    assert [hit for p in outside for hit in mirror_registrations(p)] == []
+
+
+def test_the_mirror_check_sees_method_calls_and_names(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("Catalog.of(s).register_in_spark(e)\nregister_in_spark(e)\nregister(e)\n")
+    assert mirror_registrations(module, tmp_path) == ["m.py:1", "m.py:2"]

@@ -14,20 +14,27 @@ output modes). The pipelines runner, tests and notebooks call it directly::
     orders.read(version=3)
     query = orders.start_stream(stream_df, checkpoint="/chk/orders", trigger={"availableNow": True})
 
-A table opened by name stays mirrored in Spark's own catalog (so SQL sees new columns):
-every write that creates it or changes its schema registers it again.
+This is the one door through which tables are changed: the adapter, ``headwater.sql``
+(DDL, DML, MERGE, ALTER, RESTORE), COPY INTO and the pipelines all write through
+:class:`Table`. So a table stays mirrored in Spark's own catalog (SQL sees new columns):
+every change that creates it or changes its schema registers it again, under every name it
+has (``tests/test_codebase.py`` keeps the mirror's registration here and in the catalog).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamReader, DataStreamWriter, StreamingQuery
+from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater.catalog import Catalog, TableEntry
 from headwater.catalog.names import delta_path
+from headwater.delta import alter, clustering, dml
+from headwater.delta.commit_info import Operation
+from headwater.delta.create import replace_table
 from headwater.delta.expressions import ExprLike
 from headwater.delta.log import DeltaLog
 from headwater.delta.merge import merge as delta_merge
@@ -37,6 +44,7 @@ from headwater.delta.read import read_delta
 from headwater.delta.rewrite import Result as MergeResult
 from headwater.delta.sink import DeltaStreamSink, OutputMode
 from headwater.delta.tables import DeltaTable
+from headwater.delta.transaction import Transaction
 from headwater.delta.write import WriteResult, write
 from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.originals import original
@@ -107,9 +115,12 @@ class Table:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def write(self, df: DataFrame, spec: WriteSpec) -> WriteResult:
-        """Write ``df`` as one commit (see :func:`headwater.delta.write.write`)."""
-        result = write(df, self.location, spec)
+    def write(
+        self, df: DataFrame, spec: WriteSpec, operation: Operation | None = None
+    ) -> WriteResult:
+        """Write ``df`` as one commit (see :func:`headwater.delta.write.write`);
+        ``operation`` names it in the history (CREATE TABLE AS SELECT)."""
+        result = write(df, self.location, spec, operation)
         if result.created or result.schema_changed:
             self._mirror()
         return result
@@ -160,17 +171,87 @@ class Table:
         clauses: list[Clause],
         txn: tuple[str, int] | None = None,
         target_alias: str = "target",
+        evolve: bool = False,
     ) -> MergeResult:
         """MERGE ``source`` into this table as one commit (delta-spark's semantics).
         ``txn`` (application id, version) makes it exactly-once for a caller that replays
-        batches: a version already recorded for that application commits nothing."""
-        return delta_merge(
-            self.spark, self.location, source, condition, clauses, target_alias, txn_id=txn
+        batches: a version already recorded for that application commits nothing.
+        ``evolve``: source columns the table lacks are added (schema evolution)."""
+        result = delta_merge(
+            self.spark, self.location, source, condition, clauses, target_alias, evolve, txn
         )
+        if result.schema_changed:
+            self._mirror()
+        return result
+
+    def update(
+        self, condition: ExprLike | None, assignments: Mapping[str, ExprLike]
+    ) -> MergeResult:
+        """UPDATE the rows where ``condition`` holds (every row: None)."""
+        return dml.update(self.spark, self.location, condition, assignments)
+
+    def delete(self, condition: ExprLike | None) -> MergeResult:
+        """DELETE the rows where ``condition`` holds (every row: None)."""
+        return dml.delete(self.spark, self.location, condition)
+
+    def commit(self, txn: Transaction) -> int:
+        """Commit a transaction its caller staged on this table (COPY INTO: data files and
+        their load record in one commit); the version."""
+        version = txn.commit()
+        if txn.changes_schema:
+            self._mirror()
+        return version
+
+    # -- table definition ------------------------------------------------------------------
+
+    def replace(
+        self,
+        schema: StructType,
+        partition_by: Sequence[str] = (),
+        properties: Mapping[str, str] | None = None,
+        description: str | None = None,
+    ) -> None:
+        """Replace the table's definition by an empty table of ``schema`` (CREATE OR
+        REPLACE); its history stays, as delta-spark keeps it."""
+        replace_table(
+            self.location, schema, partition_by, properties, description, create_if_missing=True
+        )
+        self._mirror()
+
+    def add_columns(self, fields: Iterable[StructField]) -> None:
+        """ALTER TABLE ADD COLUMNS (nullable; existing rows read them as null)."""
+        alter.add_columns(self.location, list(fields))
+        self._mirror()
+
+    def change_column(
+        self, column: str, new_type: DataType | None = None, comment: str | None = None
+    ) -> None:
+        """ALTER COLUMN ``column`` TYPE (a Delta type widening) and/or its COMMENT."""
+        alter.change_column(self.location, column, new_type, comment)
+        self._mirror()
+
+    def set_properties(self, properties: Mapping[str, str]) -> None:
+        alter.set_properties(self.location, properties)
+
+    def cluster_by(self, columns: Sequence[str] | None) -> None:
+        """Liquid clustering by ``columns`` from now on (None: no longer clustered)."""
+        clustering.alter(self.location, columns)
+
+    def add_constraint(self, name: str, expression: str) -> None:
+        """ADD CONSTRAINT ``name`` CHECK (``expression``), checked against every row."""
+        alter.add_constraint(self.spark, self.location, name, expression)
+
+    def drop_constraint(self, name: str, if_exists: bool = False) -> None:
+        alter.drop_constraint(self.location, name, if_exists)
 
     def _mirror(self) -> None:
+        """Show the table's schema as it is now in Spark's catalog: under its name, or
+        (opened by path) under every name that points at its location."""
+        catalog = Catalog.of(self.spark)
         if self.entry is not None:
-            Catalog.of(self.spark).register_in_spark(self.entry)
+            catalog.register_in_spark(self.entry)
+        else:
+            catalog.changed(self.location)
 
 
 def start_foreach_batch(

@@ -67,9 +67,10 @@ class Catalog:
     def of(cls, spark: SparkSession) -> Catalog:
         catalog = getattr(spark, "_headwater_catalog", None)
         if catalog is None:
+            # the registry takes any spelling (Spark's is a file: URI)
             warehouse = spark.conf.get("spark.headwater.warehouse", None) or str(
                 spark.conf.get("spark.sql.warehouse.dir")
-            ).removeprefix("file:")
+            )
             catalog = cls.attach(spark, warehouse)
         return catalog
 
@@ -180,18 +181,21 @@ class Catalog:
         )
         return entry.location
 
+    def entries_at(self, location: str) -> list[TableEntry]:
+        """The names of the table at ``location`` (none for a table known by path only)."""
+        where = storage.normalize(location)
+        return [e for e in self.registry.entries() if storage.normalize(e.location) == where]
+
     def name_at(self, location: str) -> str | None:
         """:class:`headwater.delta.names.TableNames`: DESCRIBE DETAIL's ``name``."""
-        where = storage.normalize(location)
-        for entry in self.registry.entries():
-            if storage.normalize(entry.location) == where:
-                return f"spark_catalog.{entry.database}.{entry.table}"
-        return None
+        entries = self.entries_at(location)
+        return f"spark_catalog.{entries[0].name}" if entries else None
 
-    def changed(self, name: str) -> None:
-        """:class:`headwater.delta.names.TableNames`: mirror a replaced schema into Spark."""
-        if delta_path(name) is None:
-            self.register_in_spark(self.require(name))
+    def changed(self, location: str) -> None:
+        """:class:`headwater.delta.names.TableNames`: mirror a new schema into Spark, under
+        every name of the table at ``location``."""
+        for entry in self.entries_at(location):
+            self.register_in_spark(entry)
 
     def drop_table(self, name: str, purge: bool | None = None, if_exists: bool = False) -> None:
         """Forget a table. Managed tables lose their data too unless ``purge=False``;

@@ -25,8 +25,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from headwater import storage
-from headwater.catalog import Catalog
+from headwater import api, storage
 from headwater.copyinto import record
 from headwater.copyinto.plan import (
     FilePlan,
@@ -198,12 +197,10 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
     if not spec.force:
         txn.require(record.NotLoadedConcurrently({f.path for f in plan.files}))
     try:
-        version = txn.commit()
+        version = api.Table(spark, tgt.root, tgt.entry).commit(txn)  # the mirror follows
     except ConcurrentModificationException:
         discard_files(tgt.root, adds)  # never committed: nobody references them
         raise
-    if tgt.entry is not None and txn.changes_schema:
-        Catalog.of(spark).register_in_spark(tgt.entry)
     log.info(
         "COPY INTO %s: %d file(s), %d row(s) at version %s", tgt.text, len(loaded), nrows,
         version,

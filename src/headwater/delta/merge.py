@@ -254,7 +254,7 @@ class _Merge:
         except BaseException:
             discard_files(self.snapshot.root, written.adds)
             raise
-        return Result(version, metrics)
+        return Result(version, metrics, version is not None and txn.changes_schema)
 
     def _acted_rows(self, needed: list[str]) -> tuple[pa.Table, int | None]:
         """Job 1: the target rows the clauses can act on, brought to the driver as Arrow
@@ -546,7 +546,7 @@ class _Merge:
             schema=identity.with_marks(self.out_schema, written.identity_marks),
             changes=self._changes,
         )
-        return Result(version, metrics)
+        return Result(version, metrics, version is not None and txn.changes_schema)
 
     def _metrics(
         self, counts: dict[str, int], written: _Written, n_source: int | None, removed: int

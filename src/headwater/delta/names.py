@@ -41,8 +41,8 @@ class TableNames(Protocol):
         """The qualified name (``spark_catalog.db.t``) of the table at ``location``, if any."""
         ...
 
-    def changed(self, name: str) -> None:
-        """The table ``name`` has a new schema: show it wherever names are listed."""
+    def changed(self, location: str) -> None:
+        """The table at ``location`` has a new schema: show it under every name it has."""
         ...
 
 
@@ -58,3 +58,11 @@ def of(spark: SparkSession) -> TableNames:
             "Build the session with headwater.session(), or call headwater.install(spark)."
         )
     return names
+
+
+def schema_changed(spark: SparkSession, location: str) -> None:
+    """A commit gave the table at ``location`` a new schema (or partitioning): the names
+    that point there must show it. Nothing to do in a session without names."""
+    names = getattr(spark, _ATTRIBUTE, None)
+    if names is not None:
+        names.changed(location)

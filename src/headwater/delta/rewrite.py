@@ -32,6 +32,7 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 class Result:
     version: int | None  # None: nothing committed
     metrics: dict[str, int] = field(default_factory=dict)
+    schema_changed: bool = False  # a catalog mirroring the table must learn the new schema
 
 
 def open_transaction(

@@ -34,6 +34,7 @@ from headwater.delta.expressions import ExprLike
 from headwater.delta.log import DeltaLog
 from headwater.delta.merge_clauses import Clause, ClauseAction, ClauseKind
 from headwater.delta.read import read_delta
+from headwater.delta.rewrite import Result
 from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.sqltypes import parse_type
 
@@ -167,11 +168,24 @@ class DeltaTable:
 
     def restoreToVersion(self, version: int) -> DataFrame:
         arguments.integer(version, "version")
-        return maintenance.restore(self._spark, self._path, version=version)
+        return self._restore(version=version)
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         arguments.string(timestamp, "timestamp")
-        return maintenance.restore(self._spark, self._path, timestamp=timestamp)
+        return self._restore(timestamp=timestamp)
+
+    def _restore(self, version: int | None = None, timestamp: str | None = None) -> DataFrame:
+        """RESTORE brings back the schema of the version restored: the table's names must
+        show it."""
+        before = DeltaLog(self._path).snapshot().metadata
+        metrics = maintenance.restore(self._spark, self._path, version, timestamp)
+        after = DeltaLog(self._path).snapshot().metadata
+        if (before.schema_string, before.partition_columns) != (
+            after.schema_string,
+            after.partition_columns,
+        ):
+            names.schema_changed(self._spark, self._path)
+        return metrics
 
     # -- protocol ----------------------------------------------------------------------------
 
@@ -270,9 +284,16 @@ class DeltaMergeBuilder:
         result = merge.merge(
             t._spark, t.path, self._source, self._condition, self._clauses, t._alias, self._evolve
         )
-        keys = ("numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsInserted")
-        counts = [int(result.metrics.get(k, 0)) for k in keys]
-        return t._spark.createDataFrame([(sum(counts), *counts)], MERGE_RESULT_SCHEMA)
+        if result.schema_changed:  # SQL must see the new columns under the table's names
+            names.schema_changed(t._spark, t.path)
+        return merge_metrics(t._spark, result)
+
+
+def merge_metrics(spark: SparkSession, result: Result) -> DataFrame:
+    """A MERGE's result row, as delta-spark 3.x returns it (and SQL's MERGE INTO)."""
+    keys = ("numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsInserted")
+    counts = [int(result.metrics.get(k, 0)) for k in keys]
+    return spark.createDataFrame([(sum(counts), *counts)], MERGE_RESULT_SCHEMA)
 
 
 class DeltaOptimizeBuilder:
@@ -463,8 +484,7 @@ class DeltaTableBuilder:
             create_if_missing=or_create,
             cluster_by=self._cluster_by,
         )
-        if catalog is not None and self._name is not None:
-            catalog.changed(self._name)
+        names.schema_changed(self._spark, location)
         return DeltaTable(self._spark, location)
 
 

@@ -1,9 +1,9 @@
 """CREATE [OR REPLACE] TABLE [AS SELECT], ALTER TABLE, DROP TABLE for Delta tables.
 
 Tables are created through the catalog (``DeltaTable.create`` builder / :class:`Catalog`),
-written through :func:`headwater.delta.write.write`, altered through
-:mod:`headwater.delta.alter`. Statements about other tables (``USING parquet``, Hive
-``STORED AS``, a Spark view) are Spark's: the handlers return ``PASS``.
+then written, replaced and altered through :class:`headwater.api.Table`, the one door that
+keeps Spark's catalog mirror current. Statements about other tables (``USING parquet``,
+Hive ``STORED AS``, a Spark view) are Spark's: the handlers return ``PASS``.
 """
 
 from __future__ import annotations
@@ -13,16 +13,14 @@ from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from headwater import api
 from headwater.catalog import Catalog
 from headwater.catalog.names import parse as parse_name
-from headwater.delta import alter as delta_alter
-from headwater.delta import clustering, column_values, identity
+from headwater.delta import column_values, identity
 from headwater.delta.commit_info import Operation
-from headwater.delta.create import replace_table
 from headwater.delta.log import DeltaLog
 from headwater.delta.options import WriteSpec
 from headwater.delta.tables import DeltaTable
-from headwater.delta.write import write
 from headwater.errors import TableAlreadyExistsError
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor, TableRef
@@ -139,11 +137,12 @@ class _Spec:
             self.partitions, self.properties, self.comment, as_select, replace
         )
 
-    def existing_path(self, ctx: Context) -> str | None:
+    def existing(self, ctx: Context) -> api.Table | None:
+        """The table the statement names, when it exists."""
         if self.ref.path is not None:
-            return self.ref.path if DeltaLog(self.ref.path).exists() else None
-        entry = entry_of(ctx.spark, self.ref)
-        return entry.location if entry is not None else None
+            table = api.for_path(ctx.spark, self.ref.path)
+            return table if table.exists() else None
+        return api.find(ctx.spark, self.ref.name)
 
 
 def _cluster_columns(ctx: Context, p: exp.ClusterProperty) -> list[str]:
@@ -216,19 +215,11 @@ def _number(ctx: Context, node: exp.Expression | None, default: int) -> int:
 def _create_empty(
     ctx: Context, spec: _Spec, columns: StructType | None, replace: bool, if_not_exists: bool
 ) -> DataFrame:
-    existing = spec.existing_path(ctx)
+    existing = spec.existing(ctx)
     if existing is not None and replace:
         if not columns:
             raise ctx.stmt.error("CREATE OR REPLACE TABLE needs the new columns.")
-        replace_table(
-            existing,
-            columns,
-            spec.partitions,
-            spec.properties,
-            spec.comment,
-            create_if_missing=True,
-        )
-        _mirror(ctx, spec.ref)
+        existing.replace(columns, spec.partitions, spec.properties, spec.comment)
         return ctx.empty()
     if not columns:
         if not spec.ref.parts:
@@ -273,7 +264,7 @@ def _create_schemaless(ctx: Context, spec: _Spec, if_not_exists: bool) -> DataFr
 
 
 def _create_as_select(ctx: Context, spec: _Spec, replace: bool, if_not_exists: bool) -> DataFrame:
-    existing = spec.existing_path(ctx)
+    existing = spec.existing(ctx)
     if existing is not None and not replace:
         if if_not_exists:
             return ctx.empty()
@@ -281,26 +272,22 @@ def _create_as_select(ctx: Context, spec: _Spec, replace: bool, if_not_exists: b
     df = ctx.query(_query_start(ctx))
     catalog = Catalog.of(ctx.spark)
     new_entry = spec.ref.parts and catalog.registry.get(parse_name(spec.ref.name)) is None
-    path = existing or spec.location
-    entry = None
+    table = existing
     if spec.ref.parts:
-        entry = catalog.entry_for_write(spec.ref.name, None if existing else spec.location)
-        path = entry.location
-    if path is None:
+        location = None if existing else spec.location
+        table = api.table(ctx.spark, spec.ref.name, location)
+    elif table is None and spec.location is not None:
+        table = api.for_path(ctx.spark, spec.location)
+    if table is None:
         raise ctx.stmt.error("CREATE TABLE ... AS SELECT needs a table name or a LOCATION.")
     try:
-        result = write(
-            df,
-            path,
-            spec.write_spec(bool(existing)),
-            spec.operation(True, bool(existing)),
+        result = table.write(
+            df, spec.write_spec(bool(existing)), spec.operation(True, bool(existing))
         )
     except BaseException:
         if new_entry:
             catalog.registry.remove(parse_name(spec.ref.name))
         raise
-    if entry is not None:
-        catalog.register_in_spark(entry)
     return ctx.rows(
         {"num_affected_rows": result.num_rows, "num_inserted_rows": result.num_rows},
         "num_affected_rows long, num_inserted_rows long",
@@ -325,12 +312,6 @@ def _query_start(ctx: Context) -> int:
     raise ctx.stmt.error("Expected AS SELECT ... in CREATE TABLE.")
 
 
-def _mirror(ctx: Context, ref: TableRef) -> None:
-    entry = entry_of(ctx.spark, ref)
-    if entry is not None:
-        Catalog.of(ctx.spark).register_in_spark(entry)
-
-
 def alter(ctx: Context) -> DataFrame | object:
     """``ALTER TABLE t ADD COLUMN[S] (...)`` / ``SET TBLPROPERTIES (...)`` on Delta tables."""
     cur = Cursor(ctx.stmt)
@@ -340,7 +321,8 @@ def alter(ctx: Context) -> DataFrame | object:
     if not is_delta(ctx.spark, ref):
         return PASS
     assert ref_tok is not None  # cur.table() read the name from it
-    table = resolve_at(ctx.spark, ref, "ALTER TABLE", ctx.stmt, ref_tok.start)
+    resolved = resolve_at(ctx.spark, ref, "ALTER TABLE", ctx.stmt, ref_tok.start)
+    table = api.Table(ctx.spark, resolved.path, resolved.entry)
     tree = parse(ctx.stmt)
     actions = tree.args.get("actions") if isinstance(tree, exp.Alter) else None
     supported = (
@@ -352,24 +334,19 @@ def alter(ctx: Context) -> DataFrame | object:
     for action in actions:
         if isinstance(action, (exp.Schema, exp.ColumnDef)):
             defs = action.expressions if isinstance(action, exp.Schema) else [action]
-            delta_alter.add_columns(table.path, list(_columns(ctx, defs)))
-            if table.entry is not None:
-                Catalog.of(ctx.spark).register_in_spark(table.entry)
+            table.add_columns(_columns(ctx, defs))
         elif isinstance(action, exp.AlterSet) and action.expressions:
             props = _Spec(ctx, ref, list(action.expressions[0].expressions)).properties
-            delta_alter.set_properties(table.path, props)
+            table.set_properties(props)
         elif isinstance(action, exp.ClusterProperty):
-            clustering.alter(table.path, _cluster_columns(ctx, action) or None)
+            table.cluster_by(_cluster_columns(ctx, action) or None)
         elif isinstance(action, exp.AlterColumn) and _is_type_change(action):
-            _change_column(ctx, table.path, action)
-            if table.entry is not None:
-                Catalog.of(ctx.spark).register_in_spark(table.entry)
+            _change_column(ctx, table, action)
         elif isinstance(action, exp.AddConstraint) and (check := _check(action)) is not None:
-            name, expression = check
-            delta_alter.add_constraint(ctx.spark, table.path, name, expression)
+            table.add_constraint(*check)
         elif isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "CONSTRAINT":
             for t in action.args.get("tables") or []:
-                delta_alter.drop_constraint(table.path, t.name, bool(action.args.get("exists")))
+                table.drop_constraint(t.name, bool(action.args.get("exists")))
         else:
             raise ctx.stmt.error(f"ALTER TABLE {action.sql(DIALECT)} is not {supported}.")
     return ctx.empty()
@@ -383,16 +360,14 @@ def _is_type_change(action: exp.AlterColumn) -> bool:
     return args <= {"this", "dtype", "comment", "rename_to"} and same and len(args) > 1
 
 
-def _change_column(ctx: Context, path: str, action: exp.AlterColumn) -> None:
+def _change_column(ctx: Context, table: api.Table, action: exp.AlterColumn) -> None:
     dtype = action.args.get("dtype") or None
     comment = action.args.get("comment") or None  # False when CHANGE COLUMN has none
     try:
         new_type = parse_type(dtype.sql("spark")) if dtype is not None else None
     except ValueError as e:
         raise ctx.stmt.error(f"Column {action.this.name}: {e}") from e
-    delta_alter.change_column(
-        path, action.this.name, new_type, comment.name if comment is not None else None
-    )
+    table.change_column(action.this.name, new_type, comment.name if comment is not None else None)
 
 
 def _check(action: exp.AddConstraint) -> tuple[str, str] | None:

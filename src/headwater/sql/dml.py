@@ -1,9 +1,10 @@
 """INSERT, UPDATE, DELETE and MERGE INTO on Delta tables.
 
-sqlglot parses each statement; conditions and assignments go to the ``DeltaTable`` /
-:mod:`headwater.delta.dml` functions as Spark SQL expression strings, and the source
-queries (INSERT ... SELECT, MERGE ... USING (subquery)) run in Spark exactly as written.
-INSERT into a table that is not Delta is Spark's (``PASS``).
+sqlglot parses each statement; conditions, assignments and MERGE's clauses go to the
+table (:class:`headwater.api.Table`, the one door that keeps Spark's catalog mirror
+current) as Spark SQL expression strings, and the source queries (INSERT ... SELECT,
+MERGE ... USING (subquery)) run in Spark exactly as written. INSERT into a table that is
+not Delta is Spark's (``PASS``).
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from headwater.catalog import Catalog
-from headwater.delta import dml
+from headwater import api
 from headwater.delta.log import DeltaLog
+from headwater.delta.merge_clauses import Clause
 from headwater.delta.options import WriteSpec
-from headwater.delta.tables import DeltaTable
-from headwater.delta.write import write
+from headwater.delta.tables import merge_metrics
 from headwater.errors import SchemaMismatchError
 from headwater.sql.context import PASS, Context
-from headwater.sql.cursor import Cursor, matching_paren
+from headwater.sql.cursor import Cursor, TableRef, matching_paren
 from headwater.sql.refs import from_table, is_delta, offset_of, resolve_at
 from headwater.sql.text import DIALECT, parse
 
@@ -83,6 +83,12 @@ def _metrics(ctx: Context, **values: int) -> DataFrame:
     return ctx.rows(values, ", ".join(f"{k} long" for k in values))
 
 
+def _open(ctx: Context, ref: TableRef, action: str, offset: int | None) -> api.Table:
+    """The Delta table a statement changes, or its error placed where the name is written."""
+    resolved = resolve_at(ctx.spark, ref, action, ctx.stmt, offset)
+    return api.Table(ctx.spark, resolved.path, resolved.entry)
+
+
 # -- INSERT ----------------------------------------------------------------------------------
 
 
@@ -113,10 +119,10 @@ def insert(ctx: Context) -> DataFrame | object:
         else None
     )
     assert ref_tok is not None  # cur.table() read the name from it
-    table = resolve_at(ctx.spark, ref, "INSERT", ctx.stmt, ref_tok.start)
+    table = _open(ctx, ref, "INSERT", ref_tok.start)
     start = _insert_query_start(ctx, cur)
     source = ctx.query(start)
-    schema = DeltaLog(table.path).snapshot().schema
+    schema = DeltaLog(table.location).snapshot().schema
     try:
         out = _arrange(source, schema, columns, bool(tree.args.get("by_name")))
     except SchemaMismatchError as e:
@@ -126,7 +132,7 @@ def insert(ctx: Context) -> DataFrame | object:
         mode="overwrite" if overwrite or replace_where is not None else "append",
         replace_where=None if replace_where is None else _sql(replace_where, ctx),
     )
-    result = write(out, table.path, spec)
+    result = table.write(out, spec)
     return _metrics(ctx, num_affected_rows=result.num_rows, num_inserted_rows=result.num_rows)
 
 
@@ -199,7 +205,7 @@ def update(ctx: Context) -> DataFrame:
     tree = parse(ctx.stmt)
     if not isinstance(tree, exp.Update) or tree.args.get("from_") or tree.args.get("from"):
         raise ctx.stmt.error("Expected UPDATE t SET col = expr [, ...] [WHERE condition].")
-    table = resolve_at(ctx.spark, from_table(tree.this), "UPDATE", ctx.stmt, offset_of(tree.this))
+    table = _open(ctx, from_table(tree.this), "UPDATE", offset_of(tree.this))
     strip = _qualifiers(tree.this)
     assignments = {}
     for eq in tree.expressions:
@@ -207,9 +213,7 @@ def update(ctx: Context) -> DataFrame:
             raise ctx.stmt.error(f"Expected col = expr in SET, got {eq.sql(DIALECT)}.")
         assignments[_column_name(eq.this)] = _sql(eq.expression, ctx, strip)
     where = tree.args.get("where")
-    result = dml.update(
-        ctx.spark, table.path, _sql(where.this if where else None, ctx, strip), assignments
-    )
+    result = table.update(_sql(where.this if where else None, ctx, strip), assignments)
     return _metrics(ctx, num_affected_rows=result.metrics.get("numUpdatedRows", 0))
 
 
@@ -217,10 +221,9 @@ def delete(ctx: Context) -> DataFrame:
     tree = parse(ctx.stmt)
     if not isinstance(tree, exp.Delete) or tree.args.get("using"):
         raise ctx.stmt.error("Expected DELETE FROM t [WHERE condition].")
-    table = resolve_at(ctx.spark, from_table(tree.this), "DELETE", ctx.stmt, offset_of(tree.this))
+    table = _open(ctx, from_table(tree.this), "DELETE", offset_of(tree.this))
     where = tree.args.get("where")
-    condition = _sql(where.this if where else None, ctx, _qualifiers(tree.this))
-    result = dml.delete(ctx.spark, table.path, condition)
+    result = table.delete(_sql(where.this if where else None, ctx, _qualifiers(tree.this)))
     return _metrics(ctx, num_affected_rows=result.metrics.get("numDeletedRows", 0))
 
 
@@ -239,28 +242,22 @@ def merge(ctx: Context) -> DataFrame:
     if not isinstance(tree, exp.Merge):
         raise ctx.stmt.error("Expected MERGE INTO t USING source ON condition WHEN ...")
     target = tree.this
-    table = resolve_at(ctx.spark, from_table(target), "MERGE", ctx.stmt, offset_of(target))
-    t_alias = target.alias or target.name
+    table = _open(ctx, from_table(target), "MERGE", offset_of(target))
     using = tree.args["using"]
     s_alias = using.alias or (using.name if isinstance(using, exp.Table) else None)
     source = ctx.query(*_source_span(ctx), prefix="SELECT * FROM ")
     if s_alias:
         source = source.alias(s_alias)
-    builder = (
-        DeltaTable.forPath(ctx.spark, table.path)
-        .alias(t_alias)
-        .merge(source, _sql(tree.args["on"], ctx))
-    )
     whens = tree.args.get("whens")
-    for when in whens.expressions if whens is not None else []:
-        builder = _when(ctx, builder, when, _qualifiers(target))
-    if not evolve:
-        return builder.execute()
-    before = DeltaLog(table.path).snapshot().schema
-    result = builder.withSchemaEvolution().execute()
-    if table.entry is not None and DeltaLog(table.path).snapshot().schema != before:
-        Catalog.of(ctx.spark).register_in_spark(table.entry)  # SQL sees the new columns
-    return result
+    clauses = [_when(ctx, w) for w in (whens.expressions if whens is not None else [])]
+    result = table.merge(
+        source,
+        _sql(tree.args["on"], ctx),
+        clauses,
+        target_alias=target.alias or target.name,
+        evolve=evolve,
+    )
+    return merge_metrics(ctx.spark, result)
 
 
 def _source_span(ctx: Context) -> tuple[int, int]:
@@ -284,7 +281,9 @@ def _source_span(ctx: Context) -> tuple[int, int]:
     return using + 1, on - 1
 
 
-def _when(ctx: Context, builder, when: exp.When, target_names: set[str]):
+def _when(ctx: Context, when: exp.When) -> Clause:
+    """One WHEN clause as MERGE's :class:`Clause` (``UPDATE SET *`` / ``INSERT *``: no
+    assignments, every same-named source column)."""
     cond = _sql(when.args.get("condition"), ctx)
     then = when.args.get("then")
     matched = bool(when.args.get("matched"))
@@ -292,27 +291,23 @@ def _when(ctx: Context, builder, when: exp.When, target_names: set[str]):
     delete = isinstance(then, exp.Var) and then.name.upper() == "DELETE"
     if isinstance(then, exp.Update):
         star = len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)
-        sets = {} if star else _assignments(ctx, then.expressions)
+        sets = None if star else _assignments(ctx, then.expressions)
         if matched:
-            return (
-                builder.whenMatchedUpdateAll(cond)
-                if star
-                else builder.whenMatchedUpdate(cond, sets)
-            )
+            return Clause("matched", "update", cond, sets)
         if by_source and not star:
-            return builder.whenNotMatchedBySourceUpdate(cond, sets)
+            return Clause("not_matched_by_source", "update", cond, sets)
     elif delete and matched:
-        return builder.whenMatchedDelete(cond)
+        return Clause("matched", "delete", cond)
     elif delete and by_source:
-        return builder.whenNotMatchedBySourceDelete(cond)
+        return Clause("not_matched_by_source", "delete", cond)
     elif isinstance(then, exp.Insert) and not matched and not by_source:
         if isinstance(then.this, exp.Star):
-            return builder.whenNotMatchedInsertAll(cond)
+            return Clause("not_matched", "insert", cond)
         cols = [_column_name(c) for c in then.this.expressions]
         values = [_sql(v, ctx) for v in then.expression.expressions]
         if len(cols) != len(values):
             raise ctx.stmt.error(f"INSERT lists {len(cols)} column(s) but {len(values)} value(s).")
-        return builder.whenNotMatchedInsert(cond, dict(zip(cols, values, strict=True)))
+        return Clause("not_matched", "insert", cond, dict(zip(cols, values, strict=True)))
     clause = (
         "WHEN MATCHED"
         if matched
