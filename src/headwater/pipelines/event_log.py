@@ -1,18 +1,14 @@
-"""The event log: what a pipeline did, as a Delta table users query with SQL.
+"""The event log's writer: what a pipeline did, as a Delta table users query with SQL.
 
-One table per pipeline at ``<storage>/system/events`` with the known system's columns
-(``id, sequence, origin, timestamp, level, event_type, message, details, error``);
-``details`` is a JSON string keyed by the event type (``{"flow_progress": {...}}``), so
-the queries users copy (``details:flow_progress.metrics.num_output_rows``) work once the
-SQL front rewrites ``:`` paths. Events are also handed to listeners as they happen (the
-terminal progress, tests); rows are appended in batches (one commit per flush, not per
-event), at the end of an update and every few seconds while one runs.
+The table's place, columns and ``details`` records are :mod:`.event_format`'s. Events are
+also handed to listeners as they happen (the terminal progress, tests); rows are appended
+in batches (one commit per flush, not per event), at the end of an update and every few
+seconds while one runs.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import time
 import uuid
@@ -22,66 +18,12 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pyspark.sql import SparkSession
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from headwater import api
 from headwater.delta.options import WriteSpec
+from headwater.pipelines.event_format import SCHEMA, DataQuality, FlowProgress, details_json
 
 Level = Literal["INFO", "WARN", "ERROR", "METRICS"]
-
-ORIGIN = StructType(
-    [
-        StructField("pipeline_id", StringType()),
-        StructField("pipeline_name", StringType()),
-        StructField("update_id", StringType()),
-        StructField("flow_id", StringType()),
-        StructField("flow_name", StringType()),
-        StructField("dataset_name", StringType()),
-    ]
-)
-ERROR = StructType(
-    [
-        StructField("fatal", BooleanType()),
-        StructField(
-            "exceptions",
-            ArrayType(
-                StructType(
-                    [StructField("class_name", StringType()), StructField("message", StringType())]
-                )
-            ),
-        ),
-    ]
-)
-SCHEMA = StructType(
-    [
-        StructField("id", StringType()),
-        StructField(
-            "sequence",
-            StructType(
-                [
-                    StructField("data_plane_id", StringType()),
-                    StructField("seq_no", LongType()),
-                ]
-            ),
-        ),
-        StructField("origin", ORIGIN),
-        StructField("timestamp", TimestampType()),
-        StructField("level", StringType()),
-        StructField("event_type", StringType()),
-        StructField("maturity_level", StringType()),
-        StructField("message", StringType()),
-        StructField("details", StringType()),
-        StructField("error", ERROR),
-    ]
-)
 
 
 @dataclass(frozen=True)
@@ -157,7 +99,7 @@ class EventLog:
             e.event_type,
             "STABLE",
             e.message,
-            json.dumps({e.event_type: e.details}, default=str),
+            details_json(e.event_type, e.details),
             error,
         )
 
@@ -200,19 +142,16 @@ class EventLog:
         dataset: str,
         status: str,
         metrics: Mapping[str, Any] | None = None,
-        data_quality: Mapping[str, Any] | None = None,
+        data_quality: DataQuality | Mapping[str, Any] | None = None,
         error: BaseException | None = None,
         seconds: float | None = None,
     ) -> None:
-        details: dict[str, Any] = {"status": status}
-        if seconds is not None:
-            details["duration_seconds"] = seconds
-        if metrics is not None:
-            details["metrics"] = dict(metrics)
-        if data_quality is not None:
-            details["data_quality"] = dict(data_quality)
+        if data_quality is not None and not isinstance(data_quality, DataQuality):
+            data_quality = DataQuality.from_json(data_quality)
+        progress = FlowProgress(status, metrics, data_quality, seconds)
         level: Level = "ERROR" if error else ("METRICS" if metrics is not None else "INFO")
         message = f"Flow '{flow}' is {status}."
         if error is not None:
             message = f"Flow '{flow}' has FAILED: {error}"
+        details = progress.to_json()
         self.emit(Event("flow_progress", message, details, level, flow, dataset, error))

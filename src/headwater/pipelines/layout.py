@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater import storage
+from headwater.pipelines import event_format
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -45,7 +46,7 @@ class Layout:
 
     @property
     def event_log(self) -> str:
-        return storage.join(self.root, "system", "events")
+        return event_format.location(self.root)
 
     def state_path(self, name: str) -> str:
         return storage.join(self.root, "state", path_part(name) + ".json")

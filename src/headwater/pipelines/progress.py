@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from headwater.pipelines.event_format import DataQuality, FlowProgress
 from headwater.pipelines.event_log import Event
 from headwater.pipelines.update import UpdateResult
 
@@ -23,20 +24,22 @@ class Printer:
         if event.event_type == "update_progress":
             self.write(f"[update] {event.details['state']}")
         elif event.event_type == "flow_progress":
-            status = event.details["status"]
-            rows = event.details.get("metrics", {}).get("num_output_rows")
+            progress = FlowProgress.from_json(event.details)
+            status = progress.status
+            rows = progress.metric("num_output_rows")
             if status == "RUNNING" and rows is None:
                 return
             if status not in SHOWN and status != "RUNNING":
                 return
             tail = f"  {rows:,} rows" if rows is not None else ""
-            waiting = event.details.get("metrics", {}).get("backlog_files")
+            waiting = progress.metric("backlog_files")
             if waiting and status == "RUNNING":
                 tail += f", {waiting:,} files waiting"
-            quality = event.details.get("data_quality") or {}
-            for key in ("dropped_records", "quarantined_records"):
-                if quality.get(key):
-                    tail += f", {quality[key]:,} {key.split('_')[0]}"
+            quality = progress.data_quality or DataQuality()
+            if quality.dropped_records:
+                tail += f", {quality.dropped_records:,} dropped"
+            if quality.quarantined_records:
+                tail += f", {quality.quarantined_records:,} quarantined"
             if event.error is not None:
                 tail += f"  {event.error}"
             self.write(f"  {event.flow_name:<32} {status:<10}{tail}")
@@ -58,13 +61,13 @@ def summary(result: UpdateResult) -> str:
             f"  {run.name:<{width}}  {run.status:<10} {run.num_output_rows:>10,} "
             f"{run.seconds:>8.1f}"
         )
-        quality = run.data_quality or {}
+        quality = DataQuality.from_json(run.data_quality) if run.data_quality else None
         broken = [
-            f"{e['name']} {e['failed_records']:,} ({e['action']})"
-            for e in quality.get("expectations", [])
-            if e["failed_records"]
+            f"{e.name} {e.failed_records:,} ({e.action})"
+            for e in (quality.expectations if quality else ())
+            if e.failed_records
         ]
-        if quality:
+        if quality is not None:
             lines.append(f"      expectations failed by: {', '.join(broken) or 'no record'}")
         if run.error is not None:
             lines.append(f"      error: {str(run.error).splitlines()[0][:300]}")

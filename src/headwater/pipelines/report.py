@@ -26,6 +26,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from headwater import storage as fs
 from headwater.errors import PipelineError
+from headwater.pipelines.event_format import FOLDER
 from headwater.pipelines.layout import Layout
 from headwater.pipelines.report_graph import KIND_LABELS, STATUS_COLOURS, duration, svg
 from headwater.pipelines.report_model import (
@@ -53,7 +54,7 @@ def load_events(storage: str | os.PathLike[str]) -> list[dict[str, Any]]:
             raise PipelineError(
                 f"[PIPELINE_EVENT_LOG_NOT_FOUND] {candidate} is a Delta table but not a "
                 "pipeline event log. Give the pipeline's storage folder (the spec's "
-                "'storage'), which holds system/events."
+                f"'storage'), which holds {'/'.join(FOLDER)}."
             )
         # File by file with pyarrow: deltalake 1.6's to_pyarrow_table() / _dataset() leave
         # threads that abort the interpreter at exit about half the time ("terminate called

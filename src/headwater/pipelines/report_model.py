@@ -15,15 +15,19 @@ because a report is most wanted exactly when a run went wrong.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-FINAL_FLOW_STATES = frozenset({"COMPLETED", "FAILED", "SKIPPED", "STOPPED"})
-FINAL_UPDATE_STATES = frozenset({"COMPLETED", "FAILED", "CANCELED"})
+from headwater.pipelines.event_format import (
+    FINAL_FLOW_STATES,
+    FINAL_UPDATE_STATES,
+    DataQuality,
+    parse_details,
+)
+
 EXTERNAL = "EXTERNAL"
 """The kind of a dataset flows read but no flow of the pipeline writes."""
 
@@ -253,17 +257,7 @@ def _parse(row: Mapping[str, Any]) -> _Event:
     sequence = row.get("sequence") or {}
     origin = row.get("origin") or {}
     event_type = str(row.get("event_type") or "")
-    details: Any = row.get("details") or {}
-    if isinstance(details, (str, bytes)):
-        try:
-            details = json.loads(details)
-        except ValueError:
-            details = {}
-    if isinstance(details, Mapping):
-        inner = details.get(event_type, details)
-        details = inner if isinstance(inner, Mapping) else {}
-    else:
-        details = {}
+    details = parse_details(event_type, row.get("details"))
     seq = sequence.get("seq_no") if isinstance(sequence, Mapping) else None
     return _Event(
         seq=int(seq) if seq is not None else None,
@@ -467,14 +461,12 @@ def _quality(
         final = next(
             (e for e in reversed(events) if e.details.get("status") in FINAL_FLOW_STATES), None
         )
-        dq = _latest(events, final, "data_quality")
-        for x in dq.get("expectations") or ():
-            if not isinstance(x, Mapping):
-                continue
-            key = (str(x.get("dataset") or flow.output), str(x.get("name")))
-            entry = sums.setdefault(key, [str(x.get("action") or "warn"), 0, 0])
-            entry[1] += _int(x.get("passed_records")) or 0
-            entry[2] += _int(x.get("failed_records")) or 0
+        dq = DataQuality.from_json(_latest(events, final, "data_quality"))
+        for x in dq.expectations:
+            key = (x.dataset or flow.output, x.name)
+            entry = sums.setdefault(key, [x.action, 0, 0])
+            entry[1] += x.passed_records
+            entry[2] += x.failed_records
         dropped[flow.output] = dropped.get(flow.output, 0) + flow.dropped
         quarantined[flow.output] = quarantined.get(flow.output, 0) + flow.quarantined
     order = [d.key for d in datasets]

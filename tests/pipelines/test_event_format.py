@@ -1,0 +1,59 @@
+"""The event log's format: records written as the ``details`` JSON read back unchanged,
+rows older versions wrote (keys missing, text not JSON) still read, and the one spelling
+of where the log lives."""
+
+from __future__ import annotations
+
+import json
+
+from headwater.pipelines.event_format import (
+    DataQuality,
+    ExpectationMetrics,
+    FlowProgress,
+    details_json,
+    location,
+    parse_details,
+)
+from headwater.pipelines.layout import Layout
+
+
+def test_flow_progress_round_trips_through_the_details_column():
+    quality = DataQuality(
+        dropped_records=3,
+        quarantined_records=1,
+        expectations=(
+            ExpectationMetrics("valid_id", "db.clean", "drop", 97, 3),
+            ExpectationMetrics("has_region", "db.silver", "warn", 90, 7),
+        ),
+    )
+    progress = FlowProgress("COMPLETED", {"num_output_rows": 97}, quality, 1.5)
+    text = details_json("flow_progress", progress.to_json())
+    # the shape users' queries read: details:flow_progress.metrics.num_output_rows
+    assert json.loads(text)["flow_progress"]["metrics"]["num_output_rows"] == 97
+    assert json.loads(text)["flow_progress"]["data_quality"]["expectations"][1] == {
+        "name": "has_region",
+        "dataset": "db.silver",
+        "action": "warn",
+        "passed_records": 90,
+        "failed_records": 7,
+    }
+    back = FlowProgress.from_json(parse_details("flow_progress", text))
+    assert back == progress
+    assert back.metric("num_output_rows") == 97 and back.metric("backlog_files") is None
+    assert back.final
+
+
+def test_lenient_reading_of_partial_or_foreign_details():
+    assert parse_details("flow_progress", "not json") == {}
+    assert parse_details("flow_progress", {"status": "RUNNING"}) == {"status": "RUNNING"}
+    partial = FlowProgress.from_json({"status": "RUNNING", "data_quality": {"expectations": [{}]}})
+    assert partial.metrics is None
+    assert partial.data_quality == DataQuality(0, 0, (ExpectationMetrics("", "", "warn"),))
+    assert not partial.final
+    kept = FlowProgress.from_json({"status": "QUEUED", "future_key": 1})
+    assert kept.to_json() == {"future_key": 1, "status": "QUEUED"}
+
+
+def test_the_log_lives_under_the_storage_folder_spelt_once():
+    assert location("/p/storage") == Layout("/p/storage").event_log
+    assert location("/p/storage").endswith("/system/events")
