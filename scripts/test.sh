@@ -15,6 +15,8 @@ echo "== lint (ruff), layers (import-linter), types (mypy)"
 .venv/bin/ruff format --check --quiet src tests bench
 .venv/bin/lint-imports --no-cache
 .venv/bin/mypy
+echo "== JVM jars the test tiers use (jars/pom.xml; fetched once, then from the cache)"
+bash scripts/fetch-jars.sh s3a >/dev/null
 echo "== tests"
 # Two worker processes (HEADWATER_TEST_WORKERS; 0 runs in this process), whole files per
 # worker: each keeps one SparkSession for its files. Most tests wait on Spark's scheduler,
