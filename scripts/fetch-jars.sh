@@ -87,6 +87,10 @@ mvn_fetch() {
 fetch_tier() {
   local tier=$1 dir="$CACHE/$1" stamp="$CACHE/$1/.verified" want tmp
   grep -q "<id>$tier</id>" "$POM" || die "no tier '$tier' in jars/pom.xml"
+  # One fetch of a tier at a time (parallel test workers start together on a cold cache).
+  mkdir -p "$CACHE"
+  exec 8>"$CACHE/.$tier.lock"
+  flock 8
   want="$(tier_sums "$tier")"
   if [ -n "$UPDATE" ]; then
     tmp="$CACHE/.$tier.update.$$"
@@ -104,9 +108,9 @@ fetch_tier() {
       verify "$tier" "$dir"
       printf '%s\n%s' "$want" "$(tier_state "$dir")" > "$stamp"
     fi
+    flock -u 8
     return
   fi
-  mkdir -p "$CACHE"
   tmp="$CACHE/.$tier.fetch.$$"
   trap 'rm -rf "$tmp"' EXIT
   mvn_fetch "$tier" "$tmp"
@@ -114,6 +118,7 @@ fetch_tier() {
   rm -rf "$dir" && mv "$tmp" "$dir"
   trap - EXIT
   printf '%s\n%s' "$want" "$(tier_state "$dir")" > "$stamp"
+  flock -u 8
 }
 
 PATHS=()
