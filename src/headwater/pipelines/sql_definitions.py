@@ -26,17 +26,15 @@ from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.elements import AutoCdc, Dataset, DatasetKind, Expectation, Origin
 from headwater.pipelines.sql_queries import (
     PARSE_ERROR,
-    STRINGS,
-    Cursor,
+    DefinitionCursor,
     FileSource,
     Reference,
     SqlQuery,
-    Word,
     definition_error,
-    items,
     parse_query,
     query_from_tokens,
 )
+from headwater.sql.cursor import STRINGS, key_of, keys_of
 from headwater.sql.text import SqlError, Statement, line_col, offset_at, split, tokenize
 
 __all__ = [
@@ -163,14 +161,14 @@ def parse_sql_file(text: str, file: str, configuration: Mapping[str, str]) -> Sq
                 text,
                 raw.start,
             )
-        cursor = Cursor(source, file, tokens)
+        cursor = DefinitionCursor(source, file, tokens)
         origin = Origin(file, line_col(text, raw.start)[0])
         statement_text = source[tokens[0].start : tokens[-1].end + 1]
         if cursor.accept("SET"):
             key, value = set_value(cursor)
             result.conf[key] = value
             values[key] = value
-        elif cursor.peek("CREATE"):
+        elif cursor.at("CREATE"):
             item = parse_create(cursor, origin, statement_text)
             if isinstance(item, SqlDataset):
                 result.datasets.append(item)
@@ -178,7 +176,7 @@ def parse_sql_file(text: str, file: str, configuration: Mapping[str, str]) -> Sq
                 result.flows.append(item)
             else:
                 result.auto_cdc.append(item)
-        elif cursor.peek("APPLY", "CHANGES", "INTO") or cursor.peek("AUTO", "CDC", "INTO"):
+        elif cursor.at("APPLY", "CHANGES", "INTO") or cursor.at("AUTO", "CDC", "INTO"):
             result.auto_cdc.append(parse_auto_cdc(cursor, None, None, origin, statement_text))
         else:
             raise unsupported(cursor)
@@ -224,17 +222,26 @@ def substituted(raw: Statement, values: Mapping[str, str], file: str) -> tuple[s
 # -- statements -------------------------------------------------------------------------------
 
 
-def unsupported(cursor: Cursor, hint: str = "") -> PipelineDefinitionError:
-    cursor.pos = 0
-    head = " ".join(cursor.text(cursor.words[:4]).split()) if cursor.words else ""
-    return cursor.error(
+def unsupported(cursor: DefinitionCursor, hint: str = "") -> PipelineDefinitionError:
+    cursor.i = 0
+    head = " ".join(cursor.text(first_words(cursor.toks, 4)).split()) if cursor.toks else ""
+    return cursor.refuse(
         f"'{head[:60]}' is not a statement of a pipeline SQL file.{hint} Accepted: "
         f"{ACCEPTED_FORMS}.",
         UNSUPPORTED_STATEMENT,
     )
 
 
-def set_value(cursor: Cursor) -> tuple[str, str]:
+def first_words(tokens: list[Token], n: int) -> list[Token]:
+    """The tokens that hold the first ``n`` words (sqlglot makes one token of some pairs)."""
+    taken, words = 0, 0
+    while taken < len(tokens) and words < n:
+        words += len(keys_of(tokens[taken]))
+        taken += 1
+    return tokens[:taken]
+
+
+def set_value(cursor: DefinitionCursor) -> tuple[str, str]:
     """``SET key = value``: the value is the rest of the statement, unquoted."""
     if cursor.at_end():
         raise cursor.error("SET needs a key and a value: SET key = value.")
@@ -248,7 +255,9 @@ def set_value(cursor: Cursor) -> tuple[str, str]:
     return key, value
 
 
-def parse_create(cursor: Cursor, origin: Origin, text: str) -> SqlDataset | SqlFlow | SqlAutoCdc:
+def parse_create(
+    cursor: DefinitionCursor, origin: Origin, text: str
+) -> SqlDataset | SqlFlow | SqlAutoCdc:
     """``CREATE [OR REFRESH | OR REPLACE] [PRIVATE | TEMPORARY] <kind> ...``. ``TEMPORARY``
     on a table is DLT's older spelling of ``PRIVATE``."""
     cursor.expect("CREATE")
@@ -272,7 +281,7 @@ def parse_create(cursor: Cursor, origin: Origin, text: str) -> SqlDataset | SqlF
 
 
 def parse_dataset(
-    cursor: Cursor, kind: DatasetKind, private: bool, origin: Origin, text: str
+    cursor: DefinitionCursor, kind: DatasetKind, private: bool, origin: Origin, text: str
 ) -> SqlDataset:
     """The name, then ``(...)``, PARTITIONED BY, CLUSTER BY, COMMENT, TBLPROPERTIES in any
     order, then ``AS query`` (required except for a streaming table)."""
@@ -283,9 +292,9 @@ def parse_dataset(
         if cursor.accept("AS"):
             if cursor.at_end():
                 raise cursor.error("Expected a query after AS.")
-            query = query_from_tokens(cursor.source, cursor.rest(), cursor.file)
+            query = query_from_tokens(cursor.source, cursor.remaining(), cursor.file)
             break
-        clause = next((c for c in DATASET_CLAUSES if cursor.peek(*c.split())), None)
+        clause = next((c for c in DATASET_CLAUSES if cursor.at(*c.split())), None)
         if clause is None:
             raise cursor.error(
                 f"Unexpected {cursor.found()} in the definition of {name.text}: expected a "
@@ -293,7 +302,7 @@ def parse_dataset(
                 "TBLPROPERTIES or AS followed by the query."
             )
         if clause == "LOCATION":
-            raise cursor.error(
+            raise cursor.refuse(
                 "LOCATION is not allowed: a pipeline manages where its tables are stored "
                 "(the spec's catalog, database and storage). Remove the clause.",
                 UNSUPPORTED_CLAUSE,
@@ -302,7 +311,7 @@ def parse_dataset(
             shown = "The (columns and constraints) list" if clause == "(" else clause
             raise cursor.error(f"{shown} is given twice in the definition of {name.text}.")
         if kind == "temporary_view" and clause in ("PARTITIONED BY", "CLUSTER BY", "TBLPROPERTIES"):
-            raise cursor.error(
+            raise cursor.refuse(
                 f"{clause} does not apply to a temporary view: it is not stored.",
                 UNSUPPORTED_CLAUSE,
             )
@@ -330,7 +339,7 @@ def parse_dataset(
 DATASET_CLAUSES = ("(", "PARTITIONED BY", "CLUSTER BY", "COMMENT", "TBLPROPERTIES", "LOCATION")
 
 
-def dataset_clause(cursor: Cursor, clause: str) -> Any:
+def dataset_clause(cursor: DefinitionCursor, clause: str) -> Any:
     """The value of one clause of a dataset definition, the cursor after it."""
     if clause == "(":
         return columns_and_constraints(cursor)
@@ -341,18 +350,18 @@ def dataset_clause(cursor: Cursor, clause: str) -> Any:
     return cursor.names(cursor.group(), "a column")
 
 
-def columns_and_constraints(cursor: Cursor) -> tuple[str | None, tuple[Expectation, ...]]:
+def columns_and_constraints(cursor: DefinitionCursor) -> tuple[str | None, tuple[Expectation, ...]]:
     """``(col TYPE ..., CONSTRAINT name EXPECT (expr) [ON VIOLATION ...], ...)``: column
     definitions as DDL text (comma-joined as written), constraints as expectations."""
     columns: list[str] = []
     expectations: list[Expectation] = []
     lines: dict[str, int] = {}
-    for item in items(cursor.group(), cursor):
-        if item[0].key != "CONSTRAINT":
+    for item in cursor.items(cursor.group()):
+        if key_of(item[0]) != "CONSTRAINT":
             columns.append(cursor.text(item))
             continue
         expectation = constraint(cursor.sub(item))
-        line = line_col(cursor.source, item[0].token.start)[0]
+        line = line_col(cursor.source, item[0].start)[0]
         first = lines.setdefault(expectation.name.lower(), line)
         if len(lines) == len(expectations):  # the name was there already
             raise definition_error(
@@ -361,17 +370,17 @@ def columns_and_constraints(cursor: Cursor) -> tuple[str | None, tuple[Expectati
                 "expectation names are unique per dataset.",
                 cursor.file,
                 cursor.source,
-                item[0].token.start,
+                item[0].start,
             )
         expectations.append(expectation)
     return (", ".join(columns) if columns else None), tuple(expectations)
 
 
-def constraint(cursor: Cursor) -> Expectation:
+def constraint(cursor: DefinitionCursor) -> Expectation:
     cursor.expect("CONSTRAINT")
     name = cursor.name("the name of the constraint").plain
     if not cursor.accept("EXPECT"):
-        raise cursor.error(
+        raise cursor.refuse(
             f"Only expectations are supported as constraints (CONSTRAINT {name} EXPECT "
             f"(condition) [ON VIOLATION ...]), found {cursor.found()}.",
             UNSUPPORTED_CLAUSE,
@@ -395,11 +404,11 @@ def constraint(cursor: Cursor) -> Expectation:
     return Expectation(name, expression, action)  # type: ignore[arg-type]
 
 
-def table_properties(cursor: Cursor) -> dict[str, str]:
+def table_properties(cursor: DefinitionCursor) -> dict[str, str]:
     """``('key' = 'value', a.b = true, ...)``: keys and values as text, unquoted."""
     out: dict[str, str] = {}
-    for item in items(cursor.group(), cursor):
-        eq = next((i for i, w in enumerate(item) if w.key == "="), None)
+    for item in cursor.items(cursor.group()):
+        eq = next((i for i, t in enumerate(item) if key_of(t) == "="), None)
         key, value = (item[:eq], item[eq + 1 :]) if eq is not None else (item[:1], item[1:])
         if not key or not value:
             raise cursor.sub(item).error("A table property is written 'key' = 'value'.")
@@ -407,18 +416,18 @@ def table_properties(cursor: Cursor) -> dict[str, str]:
     return out
 
 
-def literal(cursor: Cursor, words: list[Word]) -> str:
-    if len(words) == 1 and words[0].token.token_type in STRINGS:
-        return words[0].token.text
-    return "".join(cursor.text(words).split())
+def literal(cursor: DefinitionCursor, tokens: list[Token]) -> str:
+    if len(tokens) == 1 and tokens[0].token_type in STRINGS:
+        return tokens[0].text
+    return "".join(cursor.text(tokens).split())
 
 
-def parse_flow(cursor: Cursor, origin: Origin, text: str) -> SqlFlow | SqlAutoCdc:
+def parse_flow(cursor: DefinitionCursor, origin: Origin, text: str) -> SqlFlow | SqlAutoCdc:
     """``FLOW name [COMMENT '...'] AS {INSERT INTO [ONCE] t BY NAME query | AUTO CDC ...}``."""
     name = cursor.name("the name of the flow")
     comment = cursor.string("the comment") if cursor.accept("COMMENT") else None
     cursor.expect("AS")
-    if cursor.peek("AUTO", "CDC", "INTO") or cursor.peek("APPLY", "CHANGES", "INTO"):
+    if cursor.at("AUTO", "CDC", "INTO") or cursor.at("APPLY", "CHANGES", "INTO"):
         return parse_auto_cdc(cursor, name.text, comment, origin, text)
     if not cursor.accept("INSERT"):
         raise cursor.error(
@@ -426,7 +435,7 @@ def parse_flow(cursor: Cursor, origin: Origin, text: str) -> SqlFlow | SqlAutoCd
         )
     once = cursor.accept("ONCE")
     cursor.expect("INTO")
-    once = (cursor.peek("ONCE") and not cursor.peek("BY", at=1) and cursor.accept("ONCE")) or once
+    once = (cursor.at("ONCE") and not cursor.at("ONCE", "BY") and cursor.accept("ONCE")) or once
     target = cursor.name("the target of the flow")
     if not cursor.accept("BY", "NAME"):
         raise cursor.error(
@@ -435,12 +444,12 @@ def parse_flow(cursor: Cursor, origin: Origin, text: str) -> SqlFlow | SqlAutoCd
         )
     if cursor.at_end():
         raise cursor.error("Expected the flow's query after BY NAME.")
-    query = query_from_tokens(cursor.source, cursor.rest(), cursor.file)
+    query = query_from_tokens(cursor.source, cursor.remaining(), cursor.file)
     return SqlFlow(name.text, target.text, query, origin, text, once, comment)
 
 
 def parse_auto_cdc(
-    cursor: Cursor, name: str | None, comment: str | None, origin: Origin, text: str
+    cursor: DefinitionCursor, name: str | None, comment: str | None, origin: Origin, text: str
 ) -> SqlAutoCdc:
     """``{AUTO CDC | APPLY CHANGES} INTO t FROM [STREAM] s [WHERE c] KEYS (...) ...``, the
     clauses after the source in any order. Without a flow name the flow is named after t."""
@@ -448,7 +457,7 @@ def parse_auto_cdc(
     target = cursor.name("the target table")
     cursor.expect("FROM")
     streaming = cursor.accept("STREAM")
-    if streaming and cursor.peek("("):
+    if streaming and cursor.at("("):
         inner = cursor.sub(cursor.group())
         source = inner.name("the source")
         inner.finish("the source")
@@ -458,7 +467,7 @@ def parse_auto_cdc(
     if cursor.accept("WHERE"):
         args["where"] = cursor.expression(cursor.until(CDC_CLAUSES), "a condition")
     while not cursor.at_end():
-        clause = next((c for c in CDC_CLAUSES if cursor.peek(*c)), None)
+        clause = next((c for c in CDC_CLAUSES if cursor.at(*c)), None)
         if clause is None:
             raise cursor.error(
                 f"Unexpected {cursor.found()}: expected KEYS, IGNORE NULL UPDATES, APPLY AS "
@@ -503,7 +512,7 @@ CDC_FIELDS: dict[str, str | tuple[str, str]] = {
 }
 
 
-def cdc_clause(cursor: Cursor, clause: str) -> Any:
+def cdc_clause(cursor: DefinitionCursor, clause: str) -> Any:
     if clause == "KEYS":
         return cursor.names(cursor.group(), "a key column")
     if clause == "IGNORE NULL UPDATES":
@@ -511,18 +520,20 @@ def cdc_clause(cursor: Cursor, clause: str) -> Any:
     if clause == "STORED AS SCD TYPE":
         if not (cursor.accept("1") or cursor.accept("2")):
             raise cursor.error(f"Expected SCD TYPE 1 or 2, found {cursor.found()}.")
-        return int(cursor.words[cursor.pos - 1].key or 1)
+        return int(cursor.toks[cursor.i - 1].text)
     if clause in ("COLUMNS", "TRACK HISTORY ON"):
         return column_selection(cursor)
     return cursor.expression(cursor.until(CDC_CLAUSES), "an expression")
 
 
-def column_selection(cursor: Cursor) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+def column_selection(
+    cursor: DefinitionCursor,
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
     """``a, b`` / ``(a, b)`` -> (columns, None); ``* EXCEPT (a, b)`` -> (None, columns)."""
     if cursor.accept("*"):
         cursor.expect("EXCEPT")
         return None, cursor.names(cursor.group(), "a column")
-    words = cursor.group() if cursor.peek("(") else cursor.until(CDC_CLAUSES)
-    if not words:
+    tokens = cursor.group() if cursor.at("(") else cursor.until(CDC_CLAUSES)
+    if not tokens:
         raise cursor.error(f"Expected a list of columns, found {cursor.found()}.")
-    return cursor.names(words, "a column"), None
+    return cursor.names(tokens, "a column"), None

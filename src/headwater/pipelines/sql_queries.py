@@ -8,9 +8,10 @@ and rewrites the text; it never touches Spark, so a graph can be analysed withou
 
 The query is parsed once, with sqlglot's Databricks dialect, from the tokens of the file
 itself: every error points at the line and column the user wrote, not at an offset in some
-extracted piece of text. The :class:`Cursor` that reads the statement heads around queries
+extracted piece of text. The :class:`DefinitionCursor` that reads the statement heads around queries
 (:mod:`.sql_definitions`) lives here too, for the same reason: it hands sqlglot the file's
-own tokens.
+own tokens. It is SQL's one token cursor (:mod:`headwater.sql.cursor`) raising definition
+errors.
 """
 
 from __future__ import annotations
@@ -24,22 +25,12 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from headwater.errors import PipelineDefinitionError
+from headwater.sql.cursor import STRINGS, Cursor, key_of
 from headwater.sql.text import SqlError, Statement, line_col, offset_at, parse, tokenize
 
 PARSE_ERROR = "PIPELINE_SQL_PARSE_ERROR"
 FILE_FUNCTIONS = ("read_files", "cloud_files")
 OUTPUT_DIALECT = "spark"
-STRINGS = {
-    TokenType.STRING,
-    TokenType.RAW_STRING,
-    TokenType.NATIONAL_STRING,
-    TokenType.NATIONAL_RAW_STRING,
-    TokenType.UNICODE_STRING,
-    TokenType.HEREDOC_STRING,
-    TokenType.BYTE_STRING,
-    TokenType.HEX_STRING,
-    TokenType.BIT_STRING,
-}
 NAME_WORD = re.compile(r"[A-Z_][A-Z0-9_]*$")
 
 
@@ -361,17 +352,7 @@ def literal_text(node: exp.Expr) -> str | None:
     return None
 
 
-# -- reading the words of statements ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Word:
-    """One word of a statement: ``key`` is the upper-case keyword, name or punctuation to
-    match (None for strings and backquoted names, which never match a keyword). sqlglot
-    makes one token of ``PARTITIONED BY``: it gives one word per part."""
-
-    key: str | None
-    token: Token
+# -- reading the statement heads ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -384,55 +365,46 @@ class Name:
     live: bool
 
 
-class Cursor:
-    """Walks the words of a statement (or of part of one), raising errors that point at
-    the word at fault."""
+class DefinitionCursor(Cursor):
+    """SQL's token cursor (:class:`headwater.sql.cursor.Cursor`) over a statement of a
+    pipeline SQL file (or over part of one), raising definition errors that name the file
+    and point at the word at fault."""
 
     def __init__(
-        self, source: str, file: str, tokens: list[Token], words: list[Word] | None = None
-    ):
+        self, source: str, file: str, tokens: list[Token], empty_end: int | None = None
+    ) -> None:
+        end = tokens[-1].end + 1 if tokens else len(source) if empty_end is None else empty_end
+        first = tokens[0].start if tokens else end
+        super().__init__(Statement(0, source, first, end - 1, tokens))
         self.source = source
         self.file = file
-        self.words = words if words is not None else [w for t in tokens for w in words_of(t)]
-        self.pos = 0
-        self.end = self.words[-1].token.end + 1 if self.words else len(source)
+        self.end = end
 
-    def sub(self, words: list[Word]) -> Cursor:
-        cursor = Cursor(self.source, self.file, [], words)
-        cursor.end = words[-1].token.end + 1 if words else self.offset()
-        return cursor
+    def sub(self, tokens: list[Token]) -> DefinitionCursor:
+        return DefinitionCursor(self.source, self.file, tokens, self.offset())
 
     def at_end(self) -> bool:
-        return self.pos >= len(self.words)
+        return self.done
 
-    def peek(self, *keys: str, at: int = 0) -> bool:
-        start = self.pos + at
-        found = [w.key for w in self.words[start : start + len(keys)]]
-        return found == list(keys)
-
-    def accept(self, *keys: str) -> bool:
-        if self.peek(*keys):
-            self.pos += len(keys)
-            return True
-        return False
-
-    def expect(self, *keys: str) -> None:
-        if not self.accept(*keys):
-            raise self.error(f"Expected {' '.join(keys)} here, found {self.found()}.")
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            raise self.error(f"Expected {' '.join(words)} here, found {self.found()}.")
 
     def offset(self) -> int:
-        return self.words[self.pos].token.start if not self.at_end() else self.end
+        return self.toks[self.i].start if not self.done else self.end
 
-    def found(self) -> str:
-        return (
-            "the end of the statement" if self.at_end() else f"'{self.words[self.pos].token.text}'"
-        )
+    def error(self, reason: str, tok: Token | None = None) -> PipelineDefinitionError:
+        return self.refuse(reason, PARSE_ERROR, tok)
 
-    def error(self, reason: str, error_class: str = PARSE_ERROR) -> PipelineDefinitionError:
-        return definition_error(error_class, reason, self.file, self.source, self.offset())
+    def refuse(
+        self, reason: str, error_class: str, tok: Token | None = None
+    ) -> PipelineDefinitionError:
+        """An error of ``error_class`` at ``tok`` (default: the current word)."""
+        offset = self.offset() if tok is None else tok.start
+        return definition_error(error_class, reason, self.file, self.source, offset)
 
     def finish(self, what: str) -> None:
-        if not self.at_end():
+        if not self.done:
             raise self.error(f"Unexpected {self.found()} after {what}.")
 
     def name(self, what: str) -> Name:
@@ -446,103 +418,35 @@ class Cursor:
         return Name(".".join(p[0] for p in parts), ".".join(p[1] for p in parts), live)
 
     def name_part(self, what: str) -> tuple[str, str]:
-        word = None if self.at_end() else self.words[self.pos]
-        if word is not None and word.token.token_type == TokenType.IDENTIFIER:
-            self.pos += 1
-            return "`" + word.token.text.replace("`", "``") + "`", word.token.text
-        if word is not None and word.key and word.key != "AS" and NAME_WORD.match(word.key):
-            self.pos += 1
-            return word.token.text, word.token.text
+        tok = self.peek()
+        if tok is not None and tok.token_type == TokenType.IDENTIFIER:
+            self.i += 1
+            return "`" + tok.text.replace("`", "``") + "`", tok.text
+        key = key_of(tok) if tok is not None else ""
+        if tok is not None and key and key != "AS" and NAME_WORD.match(key):
+            self.i += 1
+            return tok.text, tok.text
         raise self.error(f"Expected {what} here, found {self.found()}.")
 
-    def string(self, what: str) -> str:
-        if self.at_end() or self.words[self.pos].token.token_type not in STRINGS:
+    def string(self, what: str = "a quoted string") -> str:
+        tok = self.peek()
+        if tok is None or tok.token_type not in STRINGS:
             raise self.error(f"Expected {what} (a quoted string) here, found {self.found()}.")
-        self.pos += 1
-        return self.words[self.pos - 1].token.text
+        self.i += 1
+        return tok.text
 
-    def group(self) -> list[Word]:
-        """The words inside ``( ... )`` (nested parentheses kept), the cursor after ``)``."""
-        self.expect("(")
-        start, depth = self.pos, 1
-        while not self.at_end():
-            key = self.words[self.pos].key
-            depth += 1 if key == "(" else -1 if key == ")" else 0
-            if depth == 0:
-                self.pos += 1
-                return self.words[start : self.pos - 1]
-            self.pos += 1
-        self.pos = start - 1
-        raise self.error("This '(' is never closed.")
-
-    def until(self, stops: tuple[tuple[str, ...], ...]) -> list[Word]:
-        """The words up to (not including) the next of ``stops`` outside parentheses."""
-        start, depth = self.pos, 0
-        while not self.at_end():
-            if depth == 0 and any(self.peek(*stop) for stop in stops):
-                break
-            key = self.words[self.pos].key
-            depth += 1 if key == "(" else -1 if key == ")" else 0
-            self.pos += 1
-        return self.words[start : self.pos]
-
-    def text(self, words: list[Word]) -> str:
-        return self.source[words[0].token.start : words[-1].token.end + 1]
-
-    def expression(self, words: list[Word], what: str) -> str:
+    def expression(self, tokens: list[Token], what: str) -> str:
         """The exact text of an expression, after sqlglot has checked its syntax."""
-        if not words:
+        if not tokens:
             raise self.error(f"Expected {what} here, found {self.found()}.")
-        parse_tokens(self.source, tokens_of(words), self.file)
-        return self.text(words)
+        parse_tokens(self.source, tokens, self.file)
+        return self.text(tokens)
 
-    def rest(self) -> list[Token]:
-        return tokens_of(self.words[self.pos :])
-
-    def names(self, words: list[Word], what: str) -> tuple[str, ...]:
+    def names(self, tokens: list[Token], what: str) -> tuple[str, ...]:
         """A comma-separated list of names (columns: plain, without backquotes)."""
         out = []
-        for item in items(words, self):
+        for item in self.items(tokens):
             sub = self.sub(item)
             out.append(sub.name(what).plain)
             sub.finish(what)
         return tuple(out)
-
-
-def words_of(token: Token) -> list[Word]:
-    if token.token_type in STRINGS or token.token_type == TokenType.IDENTIFIER:
-        return [Word(None, token)]
-    return [Word(part, token) for part in token.text.upper().split()] or [Word("", token)]
-
-
-def tokens_of(words: list[Word]) -> list[Token]:
-    out: list[Token] = []
-    for word in words:
-        if not out or out[-1] is not word.token:
-            out.append(word.token)
-    return out
-
-
-def items(words: list[Word], cursor: Cursor) -> list[list[Word]]:
-    """``words`` split at top-level commas; ``<``/``>`` nest too, for ``STRUCT<a: INT, ...>``."""
-    result: list[list[Word]] = [[]]
-    depth = angle = 0
-    for word in words:
-        key = word.key
-        if key in ("(", "[", "{"):
-            depth += 1
-        elif key in (")", "]", "}"):
-            depth -= 1
-        elif depth == 0 and key in ("<", ">", ">>"):
-            angle = max(0, angle + {"<": 1, ">": -1, ">>": -2}[key])
-        if key == "," and depth == 0 and angle == 0:
-            result.append([])
-        else:
-            result[-1].append(word)
-    if any(not item for item in result):
-        bad = next((w for w in words if w.key == ","), None)
-        offset = bad.token.start if bad is not None else cursor.offset()
-        raise definition_error(
-            PARSE_ERROR, "An empty item in this list.", cursor.file, cursor.source, offset
-        )
-    return result

@@ -1,9 +1,16 @@
 """Reading a statement token by token, for the commands sqlglot has no grammar for.
 
 sqlglot parses SELECT, MERGE, CREATE and the like into trees, but OPTIMIZE, VACUUM, RESTORE,
-DESCRIBE HISTORY/DETAIL and COPY INTO come back as opaque commands (or wrong trees). Their
-grammars are small, so a cursor over sqlglot's tokens reads them exactly, and every error
-names the token (line, column) where the statement stopped making sense.
+DESCRIBE HISTORY/DETAIL and COPY INTO come back as opaque commands (or wrong trees), and so
+do the statement heads of pipeline SQL files (``CREATE OR REFRESH STREAMING TABLE ...``).
+Their grammars are small, so one cursor over sqlglot's tokens reads them all exactly, and
+every error names the token (line, column) where the statement stopped making sense. The
+pipeline front (:mod:`headwater.pipelines.sql_queries`) uses this cursor too, raising its
+own error type.
+
+Words are matched as the user wrote them, whatever sqlglot made one token of: ``at("PARTITIONED",
+"BY")`` matches the one token ``PARTITIONED BY`` as well as two tokens, and a match always ends
+at a token's end. Strings and backquoted names never match a word.
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ from typing import TypeGuard
 
 from sqlglot.tokens import Token, TokenType
 
-from headwater.sql.text import SqlError, Statement
+from headwater.errors import HeadwaterError
+from headwater.sql.text import Statement
 
 _NOT_WORDS = {
     TokenType.STRING,
@@ -74,6 +82,32 @@ def is_name(tok: Token | None) -> bool:
     return tok is not None and (tok.token_type == TokenType.IDENTIFIER or is_word(tok))
 
 
+STRINGS = {
+    TokenType.STRING,
+    TokenType.RAW_STRING,
+    TokenType.NATIONAL_STRING,
+    TokenType.NATIONAL_RAW_STRING,
+    TokenType.UNICODE_STRING,
+    TokenType.HEREDOC_STRING,
+    TokenType.BYTE_STRING,
+    TokenType.HEX_STRING,
+    TokenType.BIT_STRING,
+}
+
+
+def keys_of(tok: Token) -> list[str]:
+    """What a token matches: its words (upper case; sqlglot makes one token of ``ORDER BY``)
+    or its symbol; ``[""]``, which matches nothing, for strings and backquoted names."""
+    if tok.token_type in STRINGS or tok.token_type == TokenType.IDENTIFIER:
+        return [""]
+    return tok.text.upper().split() or [""]
+
+
+def key_of(tok: Token) -> str:
+    """The first of :func:`keys_of`."""
+    return keys_of(tok)[0]
+
+
 class Cursor:
     def __init__(self, stmt: Statement, tokens: list[Token] | None = None, pos: int = 0) -> None:
         self.stmt = stmt
@@ -91,7 +125,23 @@ class Cursor:
         return tok.text.upper() if is_word(tok) else ""
 
     def at(self, *words: str) -> bool:
-        return all(self.word(k) == w for k, w in enumerate(words))
+        return self.matched(words) is not None
+
+    def matched(self, words: tuple[str, ...]) -> int | None:
+        """How many tokens ``words`` take from the cursor on, or None when they are not next
+        (a match ends at a token's end)."""
+        wanted = [part for word in words for part in word.upper().split()]
+        j = self.i
+        k = 0
+        while k < len(wanted):
+            if j >= len(self.toks):
+                return None
+            keys = keys_of(self.toks[j])
+            if keys != wanted[k : k + len(keys)]:
+                return None
+            k += len(keys)
+            j += 1
+        return j - self.i
 
     def at_type(self, token_type: TokenType) -> bool:
         tok = self.peek()
@@ -111,10 +161,11 @@ class Cursor:
         return tok
 
     def accept(self, *words: str) -> bool:
-        if self.at(*words):
-            self.i += len(words)
-            return True
-        return False
+        taken = self.matched(words)
+        if taken is None:
+            return False
+        self.i += taken
+        return True
 
     def expect(self, *words: str) -> None:
         if not self.accept(*words):
@@ -204,13 +255,67 @@ class Cursor:
             return ""
         return self.stmt.slice(self.toks[self.i], self.toks[-1])
 
+    def remaining(self) -> list[Token]:
+        """The tokens from the current one to the end."""
+        return self.toks[self.i :]
+
+    def text(self, tokens: list[Token]) -> str:
+        """The user's text of ``tokens`` (consecutive, at least one), verbatim."""
+        return self.stmt.slice(tokens[0], tokens[-1])
+
+    def group(self) -> list[Token]:
+        """The tokens inside ``( ... )`` (nested parentheses kept), the cursor after ``)``."""
+        self.expect("(")
+        start, depth = self.i, 1
+        while not self.done:
+            key = key_of(self.toks[self.i])
+            depth += 1 if key == "(" else -1 if key == ")" else 0
+            self.i += 1
+            if depth == 0:
+                return self.toks[start : self.i - 1]
+        self.i = start - 1
+        raise self.error("This '(' is never closed.")
+
+    def until(self, stops: tuple[tuple[str, ...], ...]) -> list[Token]:
+        """The tokens up to (not including) the next of ``stops`` outside parentheses."""
+        start, depth = self.i, 0
+        while not self.done:
+            if depth == 0 and any(self.at(*stop) for stop in stops):
+                break
+            key = key_of(self.toks[self.i])
+            depth += 1 if key == "(" else -1 if key == ")" else 0
+            self.i += 1
+        return self.toks[start : self.i]
+
+    def items(self, tokens: list[Token]) -> list[list[Token]]:
+        """``tokens`` split at top-level commas; ``<``/``>`` nest too, for ``STRUCT<a: INT,
+        ...>``. An empty item is an error at its comma."""
+        result: list[list[Token]] = [[]]
+        depth = angle = 0
+        for tok in tokens:
+            key = key_of(tok)
+            if key in ("(", "[", "{"):
+                depth += 1
+            elif key in (")", "]", "}"):
+                depth -= 1
+            elif depth == 0 and key in ("<", ">", ">>"):
+                angle = max(0, angle + {"<": 1, ">": -1, ">>": -2}[key])
+            if key == "," and depth == 0 and angle == 0:
+                result.append([])
+            else:
+                result[-1].append(tok)
+        if any(not item for item in result):
+            bad = next((t for t in tokens if key_of(t) == ","), None)
+            raise self.error("An empty item in this list.", bad)
+        return result
+
     # -- errors ------------------------------------------------------------------------------
 
     def found(self) -> str:
         tok = self.peek()
         return "the end of the statement" if tok is None else f"'{tok.text}'"
 
-    def error(self, reason: str, tok: Token | None = None) -> SqlError:
+    def error(self, reason: str, tok: Token | None = None) -> HeadwaterError:
         tok = tok or self.peek()
         if tok is None:
             return self.stmt.error(reason, self.stmt.end + 1)
