@@ -75,6 +75,12 @@ _SQL_STATES = {
     "DELTA_MISSING_DELTA_TABLE": "42P01",
     "DELTA_SCHEMA_MISMATCH": "KD000",
     "DELTA_FAILED_TO_MERGE_FIELDS": "22005",
+    "DELTA_VERSION_NOT_FOUND": "22003",
+    "DELTA_TIMESTAMP_GREATER_THAN_COMMIT": "42816",
+    "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION": "42816",
+    "DELTA_CANNOT_RESTORE_TABLE_VERSION": "22003",
+    "DELTA_CANNOT_RESTORE_TIMESTAMP_GREATER": "22003",
+    "DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER": "22003",
 }
 
 
@@ -82,6 +88,13 @@ class TableNotFoundError(DeltaAnalysisError):
     """No Delta table at a path, or no table by that name."""
 
     default_error_class = "TABLE_OR_VIEW_NOT_FOUND"
+
+
+class VersionNotFoundError(DeltaAnalysisError):
+    """Time travel to a version or timestamp outside what the table's log holds (the error
+    class says which side: ``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``, ...)."""
+
+    default_error_class = "DELTA_VERSION_NOT_FOUND"
 
 
 class TableAlreadyExistsError(DeltaAnalysisError):

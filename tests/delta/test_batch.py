@@ -38,6 +38,7 @@ from headwater.errors import (
     SchemaMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    VersionNotFoundError,
 )
 
 ALL_TYPES = StructType(
@@ -198,7 +199,7 @@ def test_time_travel_by_version_and_timestamp(spark, table_path):
     v1_time = next(h["timestamp"] for h in history if h["version"] == 1)
     stamp = dt.datetime.fromtimestamp(v1_time / 1000, dt.timezone.utc).isoformat()
     assert spark.read.format("delta").option("timestampAsOf", stamp).load(table_path).count() == 5
-    with pytest.raises(TableNotFoundError, match="version 7"):
+    with pytest.raises(VersionNotFoundError, match="version 7"):
         spark.read.format("delta").option("versionAsOf", 7).load(table_path)
 
 

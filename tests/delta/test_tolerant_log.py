@@ -17,7 +17,7 @@ from deltalake import write_deltalake
 
 from headwater.delta import replay, tolerant_log
 from headwater.delta.log import DeltaLog, ReplayedSnapshot, Snapshot
-from headwater.errors import TableNotFoundError, UnsupportedFeatureError
+from headwater.errors import UnsupportedFeatureError, VersionNotFoundError
 
 SCHEMA = json.dumps(
     {
@@ -180,7 +180,7 @@ def test_time_travel_by_version_and_timestamp_replays_earlier_versions(tmp_path)
     at_v1 = "2020-09-13T12:28:00Z"  # between T0 + 1 min and T0 + 2 min
     assert dlog.snapshot(timestamp=at_v1).version == 1
     assert dlog.latest_version() == 2
-    with pytest.raises(TableNotFoundError, match="versions are 0..2"):
+    with pytest.raises(VersionNotFoundError, match=r"Available versions: \[0, 2\]"):
         dlog.snapshot(version=7)
 
 

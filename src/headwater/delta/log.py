@@ -26,7 +26,14 @@ from deltalake.exceptions import TableNotFoundError as RsTableNotFoundError
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta import deletion_vectors, log_store, mapping, tolerant_log, type_widening
+from headwater.delta import (
+    deletion_vectors,
+    log_store,
+    mapping,
+    time_travel,
+    tolerant_log,
+    type_widening,
+)
 from headwater.delta.actions import Commit, Metadata, Protocol, encode_path
 from headwater.delta.actions import parse as parse_commit
 from headwater.errors import (
@@ -35,6 +42,7 @@ from headwater.errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from headwater.storage.paths import local_path
 from headwater.storage.settings import delta_options
 
 # Reader features whose data we read correctly (deletion vectors and column mapping are
@@ -346,7 +354,7 @@ class Snapshot:
             vectors.column("selection_vector").to_pylist(),
             strict=True,
         ):
-            path = _uri_to_path(uri)
+            path = local_path(uri)
             matches = [
                 rel for rel in by_name.get(path.rsplit("/", 1)[-1], []) if path.endswith("/" + rel)
             ]
@@ -397,13 +405,6 @@ class ReplayedSnapshot(Snapshot):
             None if readers is None else frozenset(readers),
             None if writers is None else frozenset(writers),
         )
-
-
-def _uri_to_path(uri: str) -> str:
-    from urllib.parse import urlparse
-
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
 class LogRefusedError(CorruptLogError):
@@ -511,28 +512,22 @@ class DeltaLog:
             raise CorruptLogError(f"Cannot read the Delta log of {self.root}: {e}") from e
         try:
             if version is not None:
+                time_travel.check_version(self.log_dir, int(version), table.version())
                 table.load_as_version(int(version))
             elif timestamp is not None:
-                table.load_as_version(self.version_at(table, parse_timestamp(timestamp)))
+                when = parse_timestamp(timestamp)
+                table.load_as_version(time_travel.version_as_of(table.history(), when))
         except (RsDeltaError, OSError, ValueError) as e:
             if tolerant_log.refused(e):
                 raise LogRefusedError(self.root, e) from e
+            if version is not None:  # a version log cleanup removed
+                time_travel.check_version(self.log_dir, int(version))
             raise TableNotFoundError(
                 f"Cannot time-travel {self.root} to "
                 f"{'version ' + str(version) if version is not None else 'timestamp ' + str(timestamp)}: {e}. "
                 f"The table's versions are 0..{self.latest_version()}; see its history."
             ) from e
         return table
-
-    @staticmethod
-    def version_at(table: DeltaTable, when: datetime) -> int:
-        """The newest version committed at or before ``when`` (by the commits' timestamps,
-        the ones history shows; file modification times can lag them)."""
-        limit = when.timestamp() * 1000
-        versions = [h["version"] for h in table.history() if h.get("timestamp", 0) <= limit]
-        if not versions:
-            raise ValueError(f"{when.isoformat()} is before the first commit")
-        return max(versions)
 
     def snapshot(self, version: int | str | None = None, timestamp: str | None = None) -> Snapshot:
         """The table at ``version`` (or as of ``timestamp``; the latest when neither), read
@@ -541,9 +536,10 @@ class DeltaLog:
             table = self.load(version, timestamp)
         except LogRefusedError as e:
             if version is None and timestamp is not None:
-                version = tolerant_log.version_at(
-                    self.root, self.log_dir, parse_timestamp(timestamp)
-                )
+                history = tolerant_log.commit_infos(self.log_dir)
+                version = time_travel.version_as_of(history, parse_timestamp(timestamp))
+            elif version is not None:
+                time_travel.check_version(self.log_dir, int(version))
             state = tolerant_log.replay(
                 self.root, self.log_dir, None if version is None else int(version)
             )

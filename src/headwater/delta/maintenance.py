@@ -17,7 +17,7 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 
 from headwater import storage
-from headwater.delta import replay
+from headwater.delta import replay, time_travel
 from headwater.delta.actions import AddFile
 from headwater.delta.commit_info import Operation
 from headwater.delta.data_files import STAGING_DIR
@@ -108,11 +108,12 @@ def restore(
     removed since, with that version's schema and properties."""
     dlog = DeltaLog(path)
     snapshot = dlog.snapshot()
-    target_version = (
-        version
-        if version is not None
-        else DeltaLog.version_at(snapshot.table, _restore_timestamp(dlog.root, str(timestamp)))
-    )
+    if version is not None:
+        time_travel.check_version(dlog.log_dir, int(version), restoring=True)
+        target_version = int(version)
+    else:
+        when = _restore_timestamp(dlog.root, str(timestamp))
+        target_version = time_travel.version_as_of(dlog.history(), when, restoring=True)
     if not 0 <= target_version <= snapshot.version:
         raise TableNotFoundError(
             f"Cannot restore {dlog.root} to version {target_version}: its versions are "

@@ -24,6 +24,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
+from headwater.errors import HeadwaterError
 from headwater.originals import original
 from headwater.sql import conversion, ddl, dml, maintenance
 from headwater.sql.context import PASS, Context, SqlFn
@@ -182,7 +183,10 @@ def wrap(stmt: Statement, e: BaseException, positions: bool) -> SqlError:
         text = text.split(marker)[0]
     text = re.sub(r";? ?\(?line \d+,? pos \d+\)?$", "", text.strip())
     offset = _spark_offset(stmt, e, text_of=str(e)) if positions else None
-    return stmt.error(f"{type(e).__name__}: {text}", offset)
+    error = stmt.error(f"{type(e).__name__}: {text}", offset)
+    if isinstance(e, HeadwaterError):  # keep its condition (DELTA_VERSION_NOT_FOUND, ...)
+        error.error_class = e.error_class
+    return error
 
 
 def _spark_offset(stmt: Statement, e: BaseException, text_of: str) -> int | None:
