@@ -5,7 +5,9 @@ Flags as the known system names its update kinds: ``--refresh a,b``,
 stops a continuous update cleanly (each stream ends after its current micro-batch). The
 exit code is non-zero when the update failed or its definitions are wrong. ``report``
 writes one HTML file about the pipeline's recent updates, read from its event log (no
-Spark needed).
+Spark needed). Errors that need no Spark (:mod:`.precheck`) are reported before Spark
+starts; ``run --watch`` / ``dry-run --watch`` keep one session and run again on every save
+(:mod:`.watch`).
 """
 
 from __future__ import annotations
@@ -87,16 +89,18 @@ def main(args: argparse.Namespace) -> int:
     interrupts.install()
     try:
         spec = load_spec(args.spec, _overrides(args.conf))
-        # Spark starts in the background while the sources are checked (no Spark needed).
-        starting = Starting(f"pipeline {spec.name}", args.master, args.warehouse)
         if args.watch:
             if getattr(args, "continuous", False):
                 raise SystemExit("--watch runs triggered updates: drop --continuous")
+            # Spark starts in the background while the sources are checked, and stays.
+            starting = Starting(f"pipeline {spec.name}", args.master, args.warehouse)
             interrupts.running = True  # Ctrl-C: stop the update, if one runs, and the loop
             update = functools.partial(one_update, args, interrupts)
             return develop(args.spec, _overrides(args.conf), starting, update, interrupts.stop)
+        # Errors that need no Spark first (milliseconds): a JVM started before them would
+        # outlive a failed command by seconds, holding its output open.
         precheck(spec)
-        spark = starting.wait()
+        spark = Starting(f"pipeline {spec.name}", args.master, args.warehouse).wait()
         assert spark is not None
         interrupts.install()
         interrupts.running = True
