@@ -41,7 +41,6 @@ def test_version_past_the_latest_every_spelling(spark, table_path):
     reads = [
         lambda: spark.read.format("delta").option("versionAsOf", 5).load(table_path),
         lambda: spark.sql(f"SELECT * FROM delta.`{table_path}` VERSION AS OF 5"),
-        lambda: spark.sql(f"SELECT * FROM delta.`{table_path}@v5`"),
         lambda: api.table(spark, f"delta.`{table_path}`").read(version=5),
     ]
     for read in reads:

@@ -18,6 +18,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from headwater import api, storage
 from headwater.adapter.state import state_of
 from headwater.adapter.writes import refuse_layout
+from headwater.delta.log import DeltaLog
 from headwater.delta.sink import output_mode, sink_spec
 from headwater.errors import OptionError
 from headwater.originals import original as spark_method
@@ -53,7 +54,7 @@ def stream_writer_to_table(original: Method) -> Method:
             return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
         location = next((v for k, v in state.merged(options).items() if k.lower() == "path"), None)
         target = api.table(self._df.sparkSession, tableName, location)
-        return _start(self, target, outputMode, partitionBy, queryName, options)
+        return _start(self, target, outputMode, partitionBy, queryName, options, create=True)
 
     return toTable
 
@@ -65,7 +66,11 @@ def _start(
     partition_by: str | list[str] | None,
     query_name: str | None,
     options: dict[str, Any],
+    create: bool = False,
 ) -> StreamingQuery:
+    """Start the query; ``create``: create the table (empty, of the stream's schema and
+    layout) first when it does not exist yet, as Spark's ``toTable`` does, so it can be
+    read as soon as the query starts and not only after the first micro-batch."""
     state = state_of(writer)
     refuse_layout(state, f"the stream into {target.name}")
     opts = state.merged(options)
@@ -77,11 +82,34 @@ def _start(
         output_mode(mode or state.output_mode),
         sink_spec(opts, parts if parts is not None else state.partition_by),
     )
+    if create and not DeltaLog(target.location).exists():
+        spark = writer._df.sparkSession
+        target.write(spark.createDataFrame([], writer._df.schema), sink.spec)
+    if state.partition_by is not None:
+        _clear_spark_partitioning(writer)  # the sink partitions the table itself
     if mode:
         spark_method(DataStreamWriter, "outputMode")(writer, mode)
     spark_method(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
     writer.foreachBatch(sink)
     return spark_method(DataStreamWriter, "start")(writer, queryName=query_name)
+
+
+def _clear_spark_partitioning(writer: DataStreamWriter) -> None:
+    """Spark refuses ``foreachBatch`` on a writer given ``partitionBy`` (and has no way to
+    take it back), while a Delta sink partitions by it: set Spark's own writer's
+    partitioning back to none, by reflection, as it was before ``partitionBy``."""
+    jwriter = writer._jwrite
+    jvm = writer._df.sparkSession._jvm
+    assert jvm is not None
+    cls = jwriter.getClass()
+    while cls is not None:
+        fields = {f.getName(): f for f in cls.getDeclaredFields()}
+        if "partitioningColumns" in fields:
+            field = fields["partitioningColumns"]
+            field.setAccessible(True)
+            field.set(jwriter, getattr(getattr(jvm.scala, "None$"), "MODULE$"))
+            return
+        cls = cls.getSuperclass()
 
 
 def checkpoint_location(
