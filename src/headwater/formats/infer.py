@@ -67,13 +67,29 @@ def infer_file(path: str, options: o.FormatOptions, infer_types: bool) -> Struct
     if isinstance(options, o.BinaryFileOptions):
         return BINARY_FILE_SCHEMA
     if isinstance(options, o.JsonOptions):
-        arrow = _json_schema(path, options)
+        arrow = pa.schema(
+            [f.with_type(_no_timestamps(f.type)) for f in _json_schema(path, options)]
+        )
         if options.primitives_as_string and infer_types:
             return _to_spark(arrow, strings=True)
         return _to_spark(arrow, strings=not infer_types, top_level_strings=True)
     if isinstance(options, o.CsvOptions):
         return _csv_schema(path, options, infer_types)
     raise TypeError(f"not the options of a file format: {options!r}")
+
+
+def _no_timestamps(t: pa.DataType) -> pa.DataType:
+    """Arrow reads ISO-looking JSON strings as timestamps; Spark's JSON inference (and the
+    known platform's, ``inferTimestamp`` false by default) keeps them strings."""
+    if pa.types.is_timestamp(t):
+        return pa.string()
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [t.field(i).with_type(_no_timestamps(t.field(i).type)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_no_timestamps(t.value_type))
+    return t
 
 
 def _json_schema(path: str, opts: o.JsonOptions) -> pa.Schema:

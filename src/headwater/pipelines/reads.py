@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from headwater.adapter.resolution import resolving
-from headwater.autoloader.options import CLOUD_OPTIONS
 from headwater.catalog.names import parse
 from headwater.errors import OptionError, PipelineDefinitionError
 from headwater.pipelines.elements import Origin
 from headwater.pipelines.sql_queries import FileSource, Reference, SqlQuery, parse_query
+from headwater.sql import functions
 from headwater.sql.functions import guess_format
 
 SQL_QUERY_STARTS = ("select", "with", "from", "values", "table", "(")
@@ -115,7 +115,9 @@ class PipelineReads:
 
     def read_files(self, src: FileSource) -> DataFrame:
         """``read_files``/``cloud_files``: Auto Loader under ``STREAM`` (its options may be
-        written without the ``cloudFiles.`` prefix), else a batch read."""
+        written without the ``cloudFiles.`` prefix), else a batch read. ``read_files``
+        has the known platform's defaults (:mod:`headwater.sql.functions`); the older
+        ``cloud_files`` keeps Auto Loader's (strings unless ``inferColumnTypes``)."""
         fmt = src.format or guess_format(src.path)
         if fmt is None:
             raise PipelineDefinitionError(
@@ -124,14 +126,11 @@ class PipelineReads:
                 self.origin.file,
                 self.origin.line,
             )
+        options = {"format": fmt, **dict(src.options)}
         if not src.streaming:
-            return self.spark.read.format(fmt).options(**dict(src.options)).load(src.path)
-        options = {"cloudFiles.format": fmt}
-        for key, value in src.options:
-            prefixed = CLOUD_OPTIONS.get(f"cloudfiles.{key.lower()}")
-            options[prefixed or key] = value
-        reader = self.spark.readStream.format("cloudFiles").options(**options)
-        return reader.load(src.path)
+            return functions.read_files(self.spark, src.path, **options)
+        infer = src.function == "read_files"
+        return functions.read_files_stream(self.spark, src.path, options, infer_types=infer)
 
     def view_of(self, df: DataFrame) -> str:
         name = f"__headwater_read_{uuid.uuid4().hex[:12]}"

@@ -1,8 +1,13 @@
 """The table-valued functions Databricks SQL has and Spark lacks, as DataFrames.
 
-* ``read_files(path, format => 'json', k => v ...)``: Spark's own reader with those options;
-  the format is guessed from file extensions when not given, and CSV columns get typed
-  (``inferSchema``) as Databricks' ``inferColumnTypes`` default does.
+* ``read_files(path, format => 'json', k => v ...)``: with the known platform's defaults,
+  which differ from Auto Loader's: the format is guessed from file extensions when not
+  given, and JSON and CSV columns get types (``inferColumnTypes`` true: integers, doubles,
+  nested structs and arrays; JSON timestamps stay strings, CSV ones are typed, as Spark
+  infers them), ``inferColumnTypes => false`` keeps strings, ``schemaHints`` override
+  inferred types. A batch read is Spark's own reader; under ``STREAM`` in a pipeline
+  (:func:`read_files_stream`) it is Auto Loader, with its rescue column
+  (``_rescued_data``) and ``schemaEvolutionMode`` (``addNewColumns``) defaults.
 * ``cloud_files_state(location)``: Auto Loader's file state
   (:func:`headwater.autoloader.cloud_files_state`).
 * ``table_changes(table, start[, end])``: the table's change data feed.
@@ -13,10 +18,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater import storage
+from headwater.autoloader.options import CLOUD_OPTIONS
+from headwater.autoloader.schema import apply_hints
 
 _EXTENSIONS = {
     "json": "json", "jsonl": "json", "ndjson": "json", "csv": "csv", "tsv": "csv",
@@ -55,23 +65,58 @@ def _args(name: str, args: list[str], least: int, most: int) -> list[str]:
 def read_files(spark: SparkSession, path: str, **options: str) -> DataFrame:
     """Files under ``path`` read by Spark's reader (options as Spark's reader takes them)."""
     opts = dict(options)
+    fmt = _format(opts, path)
+    schema = _pop(opts, "schema")
+    infer = _flag(_pop(opts, "inferColumnTypes"), "inferColumnTypes", True)
+    hints = _pop(opts, "schemaHints")
+    if fmt == "csv" and path.rstrip("/").lower().endswith(".tsv") and "sep" not in opts:
+        opts["sep"] = "\t"
+    if fmt == "csv" and _pop(opts, "inferSchema", keep=True) is None:
+        opts["inferSchema"] = str(infer).lower()
+    reader = spark.read.format(fmt).options(**opts)
+    if schema:
+        return reader.schema(schema).load(path)
+    if not hints and (fmt != "json" or infer):
+        return reader.load(path)
+    inferred = reader.load(path).schema
+    if fmt == "json" and not infer:  # top-level strings; objects and arrays as JSON text
+        inferred = StructType([StructField(f.name, StringType(), True) for f in inferred])
+    return reader.schema(apply_hints(inferred, hints)).load(path)
+
+
+def read_files_stream(
+    spark: SparkSession, path: str, options: Mapping[str, str], infer_types: bool = True
+) -> DataFrame:
+    """``STREAM read_files(...)``: Auto Loader (``cloudFiles``) with ``read_files``'
+    defaults, its options written with or without the ``cloudFiles.`` prefix.
+    ``infer_types`` False for the older ``cloud_files``, which keeps Auto Loader's
+    default (strings)."""
+    opts = dict(options)
+    fmt = _format(opts, path)
+    schema = _pop(opts, "schema")
+    cloud = {"cloudFiles.format": fmt, "cloudFiles.inferColumnTypes": str(infer_types).lower()}
+    for key, value in opts.items():
+        cloud[CLOUD_OPTIONS.get(f"cloudfiles.{key.lower()}") or key] = value
+    reader = spark.readStream.format("cloudFiles").options(**cloud)
+    return (reader.schema(schema) if schema else reader).load(path)
+
+
+def _format(opts: dict[str, str], path: str) -> str:
     fmt = _pop(opts, "format") or guess_format(path)
     if fmt is None:
         raise ValueError(
             f"cannot tell the format of the files in {path}; pass format => 'json' (or csv, "
             "parquet, orc, text, binaryFile, ...)."
         )
-    fmt = "binaryFile" if fmt.lower() == "binaryfile" else fmt.lower()
-    schema = _pop(opts, "schema")
-    infer = _pop(opts, "inferColumnTypes")
-    reader = spark.read.format(fmt)
-    if schema:
-        reader = reader.schema(schema)
-    elif fmt == "csv" and _pop(opts, "inferSchema", keep=True) is None:
-        reader = reader.option("inferSchema", infer or "true")
-    if fmt == "csv" and path.rstrip("/").lower().endswith(".tsv") and "sep" not in opts:
-        reader = reader.option("sep", "\t")
-    return reader.options(**opts).load(path)
+    return "binaryFile" if fmt.lower() == "binaryfile" else fmt.lower()
+
+
+def _flag(value: str | None, name: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false"):
+        raise ValueError(f"{name} must be true or false, not '{value}'.")
+    return value.lower() == "true"
 
 
 def guess_format(path: str) -> str | None:
