@@ -34,6 +34,7 @@ import datetime as dt
 import os
 import platform
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -107,7 +108,13 @@ def timed_command(command: list[str], cwd: Path, env: dict[str, str] | None = No
         if line.strip() and not any(w in line for w in (" WARN ", " INFO ", "log4j", "LogLevel"))
     ]
     tail = said[-3:]
-    return {"seconds": round(seconds, 3), "returncode": done.returncode, "tail": tail}
+    update = re.search(r": COMPLETED in ([0-9.]+) s", done.stdout)  # headwater's own summary
+    return {
+        "seconds": round(seconds, 3),
+        "returncode": done.returncode,
+        "tail": tail,
+        "update_s": float(update.group(1)) if update else None,
+    }
 
 
 def sdp_python(workdir: Path) -> tuple[Path | None, str]:
