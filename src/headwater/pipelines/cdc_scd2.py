@@ -12,12 +12,12 @@ before it, since the last delete. :func:`history` states them over plain values.
 Every event counts again when a late one lands before it: an event absorbed into a
 version (an identical repeat, an untracked change) opens one of its own if the late event
 changed the tracked values before it. So each batch rebuilds the touched keys' history
-from three sources: the state's log (:mod:`.cdc_state`: deletes and the events of every
-version that more than one event made), the target's rows of those keys (a version made
-by one event is that event) and the batch. The rebuild is one shuffle of those rows by
-key and one sort; the target's rows ride along in it, so the versions that differ from
-them come out of the same aggregate, with the events the log must now keep
-(:func:`kept_in_log` over plain values).
+from three sources: the state's log (:mod:`.cdc_state`: deletes, absorbed events, and the
+events opening versions whose rows hold other values than theirs), the target's rows of
+those keys (any other version's row is the event that opened it) and the batch. The
+rebuild is one shuffle of those rows by key and one sort; the target's rows ride along in
+it, so the versions that differ from them come out of the same aggregate, with the events
+the log must now keep (:func:`kept_in_log` over plain values).
 
 The state's log commits before the target: a batch replayed after a crash between the
 two finds its events in the log (the log's append is skipped) and rebuilds the same

@@ -4,13 +4,13 @@
 * **SCD type 1** keeps each key's last applied sequence value and whether it was deleted
   (a tombstone, forgotten after ``pipelines.cdc.tombstoneGCThresholdInSeconds``). When the
   target keeps the sequence column itself, the state holds the tombstones only.
-* **SCD type 2** keeps a log of the events its target cannot give back: deletes, and the
-  events of every version that more than one event made (an identical repeat, an
-  untracked change, a version whose untracked values a later event replaced). A version
-  made by one event is that event, so the target's row stands for it. The log and the
-  target together hold every event applied, which is what lets a late event re-decide
-  the history of its key (see :mod:`.cdc_scd2`). The log has the target's columns; a log
-  written before it held deletes only gains them when first appended to.
+* **SCD type 2** keeps a log of the events its target cannot give back: deletes, events
+  absorbed into a version (an identical repeat, an untracked change), and the event
+  opening a version whose row now holds other values (a later event's untracked ones).
+  Any other version's row is the event that opened it, so the target stands for it. The
+  log and the target together hold every event applied, which is what lets a late event
+  re-decide the history of its key (see :mod:`.cdc_scd2`). The log has the target's
+  columns; a log written before it held deletes only gains them when first appended to.
 
 Each batch commits to the target and to the state under the flow's Delta transaction id,
 the batch id as version, so a batch replayed after a crash commits nothing twice.
