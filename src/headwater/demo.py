@@ -31,6 +31,7 @@ from pathlib import Path
 
 import headwater
 from headwater import pipelines
+from headwater.errors import PipelineError
 from headwater.pipelines.progress import Printer, summary
 
 STORES = ("north", "south", "east", "west")
@@ -192,11 +193,20 @@ def run(
     print(f"run {run_no}: landed {len(files)} files in {landing}")
     write_pipeline(project, landing)
     print(f"pipeline sources: {project / 'transformations'}")
-    result = pipelines.run(project, spark, listeners=[Printer()])
+    try:
+        result = pipelines.run(project, spark, listeners=[Printer()])
+    except PipelineError as e:  # the sources are wrong: one line, as the CLI says it
+        raise SystemExit(f"error: {e}") from None
     print("\nThe graph (learned from what each definition reads):")
     print(result.graph.describe())
     print()
     print(summary(result))
+    if not result.ok:  # what follows reads tables a failed flow may not have written
+        failed = ", ".join(r.name for r in result.failed())
+        raise SystemExit(
+            f"The update {result.state.lower()} (failed: {failed or 'none'}); the summary "
+            f"above has each flow's error. Fix it and run again: the files are kept."
+        )
     counts = {t: spark.table(t).count() for t in TABLES}
     for t in TABLES:
         print(f"\n== {t}: {counts[t]} rows")
@@ -222,7 +232,5 @@ def run(
         ORDER BY timestamp
         """
     ).show(20, truncate=False)
-    if not result.ok:
-        raise SystemExit(f"the update failed: {[r.name for r in result.failed()]}")
     print(f"Tables are under {warehouse}; run again to land and process new files.")
     return counts

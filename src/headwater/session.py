@@ -6,9 +6,11 @@ session the user built themselves. Both are idempotent.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
+import tempfile
 
 from pyspark.sql import SparkSession
 
@@ -85,7 +87,55 @@ def session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    route_error_logs()
     return install(spark, warehouse=warehouse_dir)
+
+
+# PySpark's loggers of errors with a query context (``PySparkException._log_exception``).
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+ERROR_LOG_ENV = "HEADWATER_ERROR_LOG"  # the file they go to (default: error_log())
+VERBOSE_ENV = "HEADWATER_VERBOSE"  # 1: they stay on stderr
+
+
+def error_log() -> str:
+    """The file Spark's error details go to: ``$HEADWATER_ERROR_LOG``, or
+    ``headwater-<uid>.log`` in the temporary directory."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return os.environ.get(ERROR_LOG_ENV) or os.path.join(
+        tempfile.gettempdir(), f"headwater-{uid}.log"
+    )
+
+
+def route_error_logs(verbose: bool | None = None) -> str | None:
+    """Send PySpark's query-context error logs to :func:`error_log` (or, ``verbose`` or
+    ``$HEADWATER_VERBOSE=1``, leave them on stderr); returns the file (None: stderr).
+
+    PySpark logs every error it converts that carries a query context, at ERROR, as JSON
+    with the Java stack trace, on stderr, whether or not anything catches the error: several
+    KB before the one line a user needs, and as many for errors headwater handles itself
+    (learning a graph probes plans that may not resolve). The detail belongs in a file."""
+    from pyspark.logger import PySparkLogger
+
+    if verbose is None:
+        verbose = os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+    path = error_log()
+    for name in QUERY_CONTEXT_LOGGERS:
+        logger = PySparkLogger.getLogger(name)
+        logger.propagate = False
+        for old in list(logger.handlers):  # PySpark's own stderr handler, or ours
+            if old.get_name() == "headwater" or type(old) is logging.StreamHandler:
+                logger.removeHandler(old)
+        handler = logging.StreamHandler() if verbose else logging.FileHandler(path, delay=True)
+        handler.set_name("headwater")
+        logger.addHandler(handler)
+    return None if verbose else path
+
+
+def error_log_size() -> int:
+    """The size of :func:`error_log` now (0 when absent): a command compares it at its end
+    to say where the details of its error went."""
+    found = storage.stat(error_log())
+    return int(found.size or 0) if found is not None else 0
 
 
 def _cores(master: str) -> int | None:

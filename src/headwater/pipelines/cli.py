@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,7 @@ def add_parser(sub: Any) -> None:
         c.add_argument("--warehouse", default=None, help="where the tables are kept")
         c.add_argument("--master", default=None, help="Spark master (default local[*])")
         c.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+        c.add_argument("-v", "--verbose", action="store_true", help="Spark's logs on stderr")
         c.add_argument("--watch", action="store_true", help="keep Spark warm; rerun on save")
         if name == "run":
             c.add_argument("--refresh", default=None, help="refresh only these datasets (a,b)")
@@ -87,6 +89,7 @@ def main(args: argparse.Namespace) -> int:
 
     interrupts = Interrupts()
     interrupts.install()
+    logged = _quiet_spark(args.verbose)
     try:
         spec = load_spec(args.spec, _overrides(args.conf))
         if args.watch:
@@ -106,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
         interrupts.running = True
         return one_update(args, interrupts, spec, spark)
     except PipelineError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {e}{_details(logged)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Spark's own handler, while the session was starting
         print("stopped before the update started.", file=sys.stderr)
@@ -168,6 +171,24 @@ def report(spec: str, storage: str | None, output: str, updates: int) -> int:
         return 2
     print(f"Wrote {written}: open it in a browser (it needs no network).")
     return 0
+
+
+def _quiet_spark(verbose: bool) -> int:
+    """Spark's error logs to a file, or to stderr with ``--verbose``; the file's size."""
+    from headwater.session import VERBOSE_ENV, error_log_size
+
+    if verbose:
+        os.environ[VERBOSE_ENV] = "1"
+    return error_log_size()
+
+
+def _details(logged: int) -> str:
+    """Where Spark's details of the error went, if it logged any since ``logged``."""
+    from headwater.session import VERBOSE_ENV, error_log, error_log_size
+
+    if os.environ.get(VERBOSE_ENV) == "1" or error_log_size() <= logged:
+        return ""
+    return f" (Spark's details: {error_log()}; --verbose shows them here)"
 
 
 def _names(text: str | None) -> list[str] | None:
