@@ -121,6 +121,18 @@ def ids(tmp_path: Path, table: str) -> list[int]:
     return sorted(DeltaTable(str(path)).to_pyarrow_table(columns=["id"])["id"].to_pylist())
 
 
+def jvm_started(pid: int) -> bool:
+    """Whether ``pid`` has started a child (Spark's JVM)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            return True
+    return False
+
+
 def started_batches(tmp_path: Path) -> int:
     return len(list((tmp_path / "marks").glob("*.started")))
 
@@ -133,7 +145,7 @@ def test_ctrl_c_at_several_moments_exits_within_seconds_and_rerun_is_exactly_onc
 
     # 1. During start-up, before Spark is up: nothing to finish, the process ends at once.
     proc = start(root, tmp_path)
-    time.sleep(4.0)  # Python is up (its handler installed), Spark is still starting
+    wait_for(lambda: jvm_started(proc.pid))  # the handler is in place, Spark is starting
     code, seconds, err = interrupt(proc)
     assert code == 130 and seconds < 5, (code, seconds, err[-2000:])
     assert "stopped before the update started" in err
