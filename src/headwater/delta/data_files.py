@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
@@ -30,6 +29,7 @@ from headwater.delta.actions import AddCDCFile, AddFile, decode_path, encode_pat
 from headwater.delta.constraints import checked, raise_if_violated
 from headwater.delta.partitions import parse_partition_dir
 from headwater.delta.stats import file_stats
+from headwater.storage.paths import local_path as local_path  # re-exported for callers
 
 STAGING_DIR = "_headwater_staging"
 
@@ -168,10 +168,3 @@ def discard_files(root: str, files: Sequence[AddFile | AddCDCFile]) -> None:
     """Delete files :func:`write_files` placed that will not be committed."""
     for f in files:
         storage.delete_file(storage.join(root, decode_path(f.path)))
-
-
-def local_path(uri: str) -> str:
-    """A file as Spark names it (``file:/x``, ``file:///x``, URL-encoded) as a plain path;
-    other URIs unchanged."""
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else uri

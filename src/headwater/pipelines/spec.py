@@ -60,8 +60,7 @@ class PipelineSpec:
     def storage_path(self) -> str:
         if storage_paths.is_remote(self.storage):  # s3://, s3a://: taken as written
             return storage_paths.normalize(self.storage)
-        storage = self.storage.removeprefix("file://")
-        path = Path(storage)
+        path = Path(storage_paths.local_path(self.storage))
         return str(path if path.is_absolute() else (self.root / path).resolve())
 
 

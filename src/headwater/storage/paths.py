@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 # Schemes that name an S3-compatible object store.
 S3_SCHEMES = ("s3", "s3a", "s3n")
@@ -48,6 +48,17 @@ def parse(path: str | os.PathLike[str]) -> Location:
         local = parsed.path if parsed.scheme == "file" else text
         return Location("", "", os.path.abspath(local))
     return Location(parsed.scheme.lower(), parsed.netloc, parsed.path.strip("/"))
+
+
+def local_path(uri: str) -> str:
+    """A local file as Spark, Hadoop and delta-rs name it (``file:/x``, ``file:///x``,
+    URL-encoded) as a plain path (``file://rel/x``: ``rel/x``); plain paths and other
+    stores' URIs unchanged."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return uri
+    host = parsed.netloc if parsed.netloc != "localhost" else ""
+    return unquote(host + parsed.path)
 
 
 def normalize(path: str | os.PathLike[str]) -> str:
