@@ -62,6 +62,14 @@ def test_merge_with_schema_evolution_through_the_table_path_reaches_sql(spark, b
     assert spark.sql(f"SELECT extra FROM {name} WHERE id = 0").first().extra == 7
 
 
+def test_write_with_merge_schema_by_path_reaches_sql_under_the_name(spark, base):
+    name = base("door1.written_by_path")
+    location = DeltaTable.forName(spark, name).path
+    more = spark.range(1).selectExpr("5L AS id", "'c' AS v", "3 AS extra")
+    more.write.format("delta").mode("append").option("mergeSchema", "true").save(location)
+    assert spark.sql(f"SELECT extra FROM {name} WHERE id = 5").first().extra == 3
+
+
 def test_restore_to_a_version_before_a_new_column_reaches_sql(spark, base):
     name = base("door1.restored")
     spark.sql(f"ALTER TABLE {name} ADD COLUMNS (extra INT)")
