@@ -49,7 +49,7 @@ def test_a_definition_error_is_one_line_on_stderr_and_its_details_in_the_log(tmp
     assert done.returncode == 2
     errors = [x for x in done.stderr.splitlines() if x.startswith("error: ")]
     assert len(errors) == 1, done.stderr[-3000:]
-    assert "[PIPELINE_EXPECTATION_UNKNOWN_COLUMN] t.py:" in errors[0]
+    assert "[PIPELINE_EXPECTATION_UNKNOWN_COLUMN]" in errors[0] and "t.py:" in errors[0]
     assert str(tmp_path / "spark-errors.log") in errors[0]  # where the details are
     assert "SQLQueryContextLogger" not in done.stderr and "at org.apache" not in done.stderr
     assert len(done.stderr) < 2000, done.stderr  # Spark's start-up notices, then the line
