@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from headwater.pipelines.event_format import (
+from headwater.event_log_format import (
     DataQuality,
     ExpectationMetrics,
     FlowProgress,
@@ -57,3 +57,28 @@ def test_lenient_reading_of_partial_or_foreign_details():
 def test_the_log_lives_under_the_storage_folder_spelt_once():
     assert location("/p/storage") == Layout("/p/storage").event_log
     assert location("/p/storage").endswith("/system/events")
+
+
+def test_the_sql_progress_type_names_the_keys_the_writer_writes():
+    """``pipeline_quality`` reads ``flow_progress`` back through FLOW_PROGRESS_DDL: every
+    key it names must be one FlowProgress.to_json writes (a renamed key would read NULL)."""
+    import re
+
+    from headwater.event_log_format import FLOW_PROGRESS_DDL
+
+    quality = DataQuality(1, 2, (ExpectationMetrics("r", "d", "warn", 3, 4),))
+    written = FlowProgress("COMPLETED", data_quality=quality).to_json()
+    keys: set[str] = set()
+
+    def collect(value: object) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                keys.add(k)
+                collect(v)
+        elif isinstance(value, list):
+            for v in value:
+                collect(v)
+
+    collect(written)
+    named = set(re.findall(r"(\w+):", FLOW_PROGRESS_DDL))
+    assert named and named <= keys, named - keys

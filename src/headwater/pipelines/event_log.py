@@ -1,6 +1,6 @@
 """The event log's writer: what a pipeline did, as a Delta table users query with SQL.
 
-The table's place, columns and ``details`` records are :mod:`.event_format`'s. Events are
+The table's place, columns and ``details`` records are :mod:`headwater.event_log_format`'s. Events are
 also handed to listeners as they happen (the terminal progress, tests); rows are appended
 in batches (one commit per flush, not per event), at the end of an update and every few
 seconds while one runs.
@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from headwater import api
 from headwater.delta.options import WriteSpec
-from headwater.pipelines.event_format import SCHEMA, DataQuality, FlowProgress, details_json
+from headwater.event_log_format import SCHEMA, DataQuality, FlowProgress, details_json
 
 Level = Literal["INFO", "WARN", "ERROR", "METRICS"]
 

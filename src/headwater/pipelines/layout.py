@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headwater import storage
-from headwater.pipelines import event_format
+from headwater import event_log_format as event_format
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from headwater.pipelines.event_format import DataQuality, FlowProgress
+from headwater.event_log_format import DataQuality, FlowProgress
 from headwater.pipelines.event_log import Event
 from headwater.pipelines.update import UpdateResult
 

@@ -26,7 +26,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from headwater import storage as fs
 from headwater.errors import PipelineError
-from headwater.pipelines.event_format import FOLDER
+from headwater.event_log_format import FOLDER
 from headwater.pipelines.layout import Layout
 from headwater.pipelines.report_graph import KIND_LABELS, STATUS_COLOURS, duration, svg
 from headwater.pipelines.report_model import (

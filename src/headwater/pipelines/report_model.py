@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from headwater.pipelines.event_format import (
+from headwater.event_log_format import (
     FINAL_FLOW_STATES,
     FINAL_UPDATE_STATES,
     DataQuality,

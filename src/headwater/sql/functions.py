@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from headwater import storage
+from headwater import event_log_format, storage
 from headwater.autoloader.options import CLOUD_OPTIONS
 from headwater.autoloader.schema import apply_hints
 
@@ -147,20 +147,13 @@ def table_changes(spark: SparkSession, table: str, start: str, end: str | None =
 def event_log(spark: SparkSession, where: str) -> DataFrame:
     """A pipeline's event log: ``where`` is the pipeline's storage (its spec's ``storage``)
     or the event log table's own path."""
-    for candidate in (storage.join(where, "system", "events"), where):
+    for candidate in (event_log_format.location(where), where):
         if storage.is_dir(storage.join(candidate, "_delta_log")):
             return spark.read.format("delta").load(candidate)
     raise ValueError(
         f"no pipeline event log under {where}: give the pipeline's storage folder "
         "(its spec's `storage`), after at least one update."
     )
-
-
-_PROGRESS = (
-    "struct<status: string, data_quality: struct<dropped_records: bigint, "
-    "quarantined_records: bigint, expectations: array<struct<name: string, dataset: string, "
-    "action: string, passed_records: bigint, failed_records: bigint>>>>"
-)
 
 
 def pipeline_quality(spark: SparkSession, where: str) -> DataFrame:
@@ -173,7 +166,7 @@ def pipeline_quality(spark: SparkSession, where: str) -> DataFrame:
         .selectExpr(
             "origin.update_id AS update_id",
             "timestamp",
-            f"from_json(get_json_object(details, '$.flow_progress'), '{_PROGRESS}') AS p",
+            f"from_json(get_json_object(details, '$.flow_progress'), '{event_log_format.FLOW_PROGRESS_DDL}') AS p",
         )
         .where("p.status IN ('COMPLETED', 'FAILED', 'STOPPED') AND p.data_quality IS NOT NULL")
         .selectExpr("update_id", "timestamp", "explode(p.data_quality.expectations) AS e")

@@ -1,5 +1,7 @@
 """The event log's format, in one place: where the table is, its columns, and the records
-its ``details`` hold, written and read back through the same types.
+its ``details`` hold, written and read back through the same types. It sits below ``sql``
+and ``pipelines`` so that the writer, the report and the SQL functions ``event_log`` /
+``pipeline_quality`` all share it.
 
 The table sits at ``<storage>/system/events`` with the known system's columns (``id,
 sequence, origin, timestamp, level, event_type, maturity_level, message, details,
@@ -81,6 +83,15 @@ SCHEMA = StructType(
         StructField("details", StringType()),
         StructField("error", ERROR),
     ]
+)
+
+
+# The part of ``details:flow_progress`` that SQL reads back (``pipeline_quality``), as Spark
+# DDL for ``from_json``: the keys :meth:`FlowProgress.to_json` writes.
+FLOW_PROGRESS_DDL = (
+    "struct<status: string, data_quality: struct<dropped_records: bigint, "
+    "quarantined_records: bigint, expectations: array<struct<name: string, dataset: string, "
+    "action: string, passed_records: bigint, failed_records: bigint>>>>"
 )
 
 
