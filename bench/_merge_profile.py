@@ -48,30 +48,49 @@ class CpuClock:
 PROFILED: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "pyspark.sql.classic.dataframe.DataFrame.count": (
         "count",
-        ("headwater.delta.dml", "headwater.delta.merge"),
+        ("headwater.delta.dml.delete_update", "headwater.delta.dml.merge"),
     ),
     "pyspark.sql.classic.dataframe.DataFrame.collect": (
         "collect",
-        ("headwater.delta.dml", "headwater.delta.merge"),
+        ("headwater.delta.dml.delete_update", "headwater.delta.dml.merge"),
     ),
     "pyspark.sql.classic.dataframe.DataFrame.first": (
         "first",
-        ("headwater.delta.dml", "headwater.delta.merge", "headwater.delta.pruning"),
+        (
+            "headwater.delta.dml.delete_update",
+            "headwater.delta.dml.merge",
+            "headwater.delta.read.pruning",
+        ),
     ),
-    "pyspark.sql.DataFrameWriter.parquet": ("Spark Parquet write", ("headwater.delta.data_files",)),
-    "headwater.delta.log.DeltaLog.snapshot": (
+    "pyspark.sql.DataFrameWriter.parquet": (
+        "Spark Parquet write",
+        ("headwater.delta.files.data_files",),
+    ),
+    "headwater.delta.log.delta_log.DeltaLog.snapshot": (
         "snapshot",
-        ("headwater.delta.dml", "headwater.delta.merge"),
+        ("headwater.delta.dml.delete_update", "headwater.delta.dml.merge"),
     ),
-    "headwater.delta.dml.read_target": ("read_target(): read plan of the snapshot", None),
-    "headwater.delta.merge.read_target": ("read_target(): read plan of the snapshot", None),
-    "headwater.delta.dml.write_files": ("write_files(): Parquet write + footers + moves", None),
-    "headwater.delta.merge.write_files": ("write_files(): Parquet write + footers + moves", None),
-    "headwater.delta.transaction.Transaction.commit": (
+    "headwater.delta.dml.delete_update.read_target": (
+        "read_target(): read plan of the snapshot",
+        None,
+    ),
+    "headwater.delta.dml.merge.read_target": ("read_target(): read plan of the snapshot", None),
+    "headwater.delta.dml.delete_update.write_files": (
+        "write_files(): Parquet write + footers + moves",
+        None,
+    ),
+    "headwater.delta.dml.merge.write_files": (
+        "write_files(): Parquet write + footers + moves",
+        None,
+    ),
+    "headwater.delta.log.commit.Transaction.commit": (
         "Transaction.commit(): one Delta version",
         None,
     ),
-    "headwater.delta.merge.discard_files": ("discard_files(): an optimistic write undone", None),
+    "headwater.delta.dml.merge.discard_files": (
+        "discard_files(): an optimistic write undone",
+        None,
+    ),
 }
 
 

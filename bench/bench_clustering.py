@@ -52,8 +52,8 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     from deltalake import DeltaTable as RsTable
     from pyspark.sql import functions as F
 
-    from headwater.delta.log import DeltaLog
-    from headwater.delta.pruning import keep_files, predicate_filters
+    from headwater.delta.log.delta_log import DeltaLog
+    from headwater.delta.read.pruning import keep_files, predicate_filters
     from headwater.delta.tables import DeltaTable
 
     n, files = args.rows, args.files

@@ -53,11 +53,11 @@ def make_table(root: str, files: int, rows: int, per_commit: int) -> None:
     import pyarrow.parquet as pq
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
-    from headwater.delta.actions import AddFile, now_ms
-    from headwater.delta.commit_info import Operation
-    from headwater.delta.create import create_table
-    from headwater.delta.log import DeltaLog, Snapshot
-    from headwater.delta.transaction import Transaction
+    from headwater.delta.log.actions import AddFile, now_ms
+    from headwater.delta.log.commit import Transaction
+    from headwater.delta.log.delta_log import DeltaLog, Snapshot
+    from headwater.delta.log.operations import Operation
+    from headwater.delta.write.create import create_table
 
     schema = StructType([StructField("id", LongType()), StructField("v", DoubleType())])
     create_table(root, schema)

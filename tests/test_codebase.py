@@ -77,12 +77,12 @@ def test_the_checker_sees_private_imports_and_attributes(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text(
         "from headwater.delta import write\n"
-        "from headwater.delta.log import _secret\n"
+        "from headwater.delta.log.delta_log import _secret\n"
         "write._helper()\n"
         "write.public()\n"
     )
     assert private_uses(sample) == [
-        "line 2: from headwater.delta.log import _secret",
+        "line 2: from headwater.delta.log.delta_log import _secret",
         "line 3: write._helper",
     ]
     assert _module_name(SRC / "delta" / "__init__.py") == "headwater.delta"
@@ -93,12 +93,12 @@ def test_the_checker_sees_private_imports_and_attributes(tmp_path):
 # paths go through headwater.storage. These modules touch local files of another kind.
 LOCAL_FILES_ONLY = {
     "autoloader/state.py": "the SQLite file state lives on the driver's disk",
-    "delta/tolerant_log.py": "resolves local absolute file: paths old writers logged",
+    "delta/log/tolerant_replay.py": "resolves local absolute file: paths old writers logged",
     "demo.py": "the demo's local working folder",
     "pipelines/cli.py": "scaffolds a project folder on the user's disk",
-    "pipelines/loader.py": "pipeline source files",
-    "pipelines/report.py": "writes the HTML report the user asked for",
-    "pipelines/spec.py": "pipeline spec and source files",
+    "pipelines/define/loader.py": "pipeline source files",
+    "pipelines/report/page.py": "writes the HTML report the user asked for",
+    "pipelines/define/spec.py": "pipeline spec and source files",
     "shell.py": "the shell's history and script files",
 }
 _FILE_CALLS = {"open", "os.link", "os.rename", "os.replace", "os.remove", "os.unlink",

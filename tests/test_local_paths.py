@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from headwater.pipelines.spec import load_spec
+from headwater.pipelines.define.spec import load_spec
 from headwater.storage.paths import local_path
 
 

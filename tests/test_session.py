@@ -46,8 +46,8 @@ def test_local_cluster_executors_in_other_processes_read_and_write(tmp_path):
         assert os.getpid() not in pids, pids
         p = {str(tmp_path / "t")!r}
         spark.range(1000).selectExpr("id", "id % 4 as k").write.format("delta").option("partitionBy", "k").save(p)
-        from headwater.delta.read import python_read
-        from headwater.delta.log import DeltaLog
+        from headwater.delta.read.batch import python_read
+        from headwater.delta.log.delta_log import DeltaLog
         assert python_read(spark, DeltaLog(p).snapshot()).count() == 1000
         src = spark.readStream.format("delta").load(p)
         src.writeStream.format("delta").option("checkpointLocation", p + "_ck").trigger(availableNow=True).start(p + "_out").awaitTermination()

@@ -32,20 +32,22 @@ from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater.catalog import Catalog, TableEntry
 from headwater.catalog.names import delta_path
-from headwater.delta import alter, clustering, dml
-from headwater.delta.commit_info import Operation
-from headwater.delta.create import replace_table
-from headwater.delta.expressions import ExprLike
-from headwater.delta.log import DeltaLog
-from headwater.delta.merge import merge as delta_merge
-from headwater.delta.merge_clauses import Clause
+from headwater.delta.dml import delete_update as dml
+from headwater.delta.dml.merge import merge as delta_merge
+from headwater.delta.dml.rewrite import Result as MergeResult
+from headwater.delta.log import clustering
+from headwater.delta.log.commit import Transaction
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.operations import Operation
 from headwater.delta.options import STREAM_READ_OPTIONS, SaveMode, WriteSpec, check_known
-from headwater.delta.read import read_delta
-from headwater.delta.rewrite import Result as MergeResult
-from headwater.delta.sink import DeltaStreamSink, OutputMode
+from headwater.delta.read.batch import read_delta
+from headwater.delta.schema.expressions import ExprLike
+from headwater.delta.schema.merge_clauses import Clause
 from headwater.delta.tables import DeltaTable
-from headwater.delta.transaction import Transaction
-from headwater.delta.write import WriteResult, write
+from headwater.delta.write import alter
+from headwater.delta.write.batch import WriteResult, write
+from headwater.delta.write.create import replace_table
+from headwater.delta.write.sink import DeltaStreamSink, OutputMode
 from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.originals import original
 
@@ -118,7 +120,7 @@ class Table:
     def write(
         self, df: DataFrame, spec: WriteSpec, operation: Operation | None = None
     ) -> WriteResult:
-        """Write ``df`` as one commit (see :func:`headwater.delta.write.write`);
+        """Write ``df`` as one commit (see :func:`headwater.delta.write.batch.write`);
         ``operation`` names it in the history (CREATE TABLE AS SELECT)."""
         result = write(df, self.location, spec, operation)
         if result.created or result.schema_changed:

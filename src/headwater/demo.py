@@ -32,7 +32,7 @@ from pathlib import Path
 import headwater
 from headwater import pipelines
 from headwater.errors import PipelineError
-from headwater.pipelines.progress import Printer, summary
+from headwater.pipelines.runner.progress import Printer, summary
 
 STORES = ("north", "south", "east", "west")
 

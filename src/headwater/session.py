@@ -164,7 +164,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     from headwater import adapter
     from headwater.autoloader.source import CloudFilesDataSource
     from headwater.catalog import Catalog
-    from headwater.delta.source import DeltaDataSource
+    from headwater.delta.read.source import DeltaDataSource
 
     _refuse_connect(spark)
     _configure_stores(spark)

@@ -11,9 +11,9 @@ from headwater.copyinto.execute import _load
 from headwater.copyinto.plan import plan_files
 from headwater.copyinto.spec import parse
 from headwater.copyinto.target import resolve
-from headwater.delta.commit_info import Operation
-from headwater.delta.log import DeltaLog
-from headwater.delta.transaction import Transaction
+from headwater.delta.log.commit import Transaction
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.operations import Operation
 from tests.copyinto.helpers import land, rows, table, versions
 
 

@@ -13,8 +13,8 @@ from deltalake import DeltaTable as RsTable
 from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
-from headwater.delta.log import DeltaLog
-from headwater.delta.pruning import keep_files, predicate_filters
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.read.pruning import keep_files, predicate_filters
 from headwater.delta.tables import DeltaTable
 
 

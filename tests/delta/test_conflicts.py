@@ -22,8 +22,8 @@ from headwater.delta.exceptions import (  # delta-spark's names
     MetadataChangedException,
     ProtocolChangedException,
 )
+from headwater.delta.log.commit import Transaction
 from headwater.delta.tables import DeltaTable
-from headwater.delta.transaction import Transaction
 
 
 def race(monkeypatch, first: Callable[[], object], second: Callable[[], object]) -> object:

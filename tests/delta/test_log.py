@@ -8,10 +8,10 @@ import time
 import pyarrow as pa
 from pyspark.sql.types import LongType, StructField, StructType
 
-from headwater.delta.commit_info import Operation
-from headwater.delta.create import create_table
-from headwater.delta.log import DeltaLog
-from headwater.delta.transaction import Transaction
+from headwater.delta.log.commit import Transaction
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.operations import Operation
+from headwater.delta.write.create import create_table
 
 SCHEMA = StructType([StructField("id", LongType())])
 

@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable as RsTable
 from pyspark.sql import functions as F
 
-from headwater.delta import merge as merge_module
+from headwater.delta.dml import merge as merge_module
 from headwater.delta.tables import DeltaTable
 from headwater.errors import DeltaError
 

@@ -7,10 +7,10 @@ import os
 import pyarrow as pa
 from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, LessThan
 
-from headwater.delta.log import DeltaLog
-from headwater.delta.read import native_eligible, python_read
-from headwater.delta.skipping import keep_mask
-from headwater.delta.source import DeltaBatchReader
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.read.batch import native_eligible, python_read
+from headwater.delta.read.skipping import keep_mask
+from headwater.delta.read.source import DeltaBatchReader
 
 
 def _write(spark, path):

@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 
-from headwater.delta.sink import app_id_for
+from headwater.delta.write.sink import app_id_for
 from headwater.errors import OptionError
 
 
@@ -240,7 +240,7 @@ def test_unknown_stream_option_is_named(spark, paths):
 
 
 def test_replayed_batch_is_not_committed_twice(spark, tmp_path):
-    from headwater.delta.sink import DeltaStreamSink
+    from headwater.delta.write.sink import DeltaStreamSink
 
     dst = str(tmp_path / "dst")
     sink = DeltaStreamSink(dst, str(tmp_path / "ck"), "append")

@@ -280,8 +280,8 @@ def test_dml_on_a_table_the_native_scan_cannot_describe_rewrites_only_touched_fi
     spark, tmp_path
 ):
     """Timestamp partitions are read by the Python path; DML finds files through it too."""
-    from headwater.delta.log import DeltaLog
-    from headwater.delta.read import native_eligible
+    from headwater.delta.log.delta_log import DeltaLog
+    from headwater.delta.read.batch import native_eligible
 
     path = str(tmp_path / "ts")
     df = spark.range(12).selectExpr(

@@ -15,8 +15,9 @@ import pytest
 from deltalake import DeltaTable as RsTable
 from deltalake import write_deltalake
 
-from headwater.delta import replay, tolerant_log
-from headwater.delta.log import DeltaLog, ReplayedSnapshot, Snapshot
+from headwater.delta.log import replay
+from headwater.delta.log import tolerant_replay as tolerant_log
+from headwater.delta.log.delta_log import DeltaLog, ReplayedSnapshot, Snapshot
 from headwater.errors import UnsupportedFeatureError, VersionNotFoundError
 
 SCHEMA = json.dumps(

@@ -13,12 +13,12 @@ import pytest
 from deltalake import DeltaTable as RsTable
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType
 
-from headwater.delta import protocol
-from headwater.delta.actions import AddFile, Metadata, Protocol, encode_path, now_ms
-from headwater.delta.commit_info import Operation
-from headwater.delta.create import create_table, new_metadata
-from headwater.delta.log import DeltaLog
-from headwater.delta.transaction import Transaction
+from headwater.delta.log import protocol
+from headwater.delta.log.actions import AddFile, Metadata, Protocol, encode_path, now_ms
+from headwater.delta.log.commit import Transaction
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.operations import Operation
+from headwater.delta.write.create import create_table, new_metadata
 from headwater.errors import (
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,

@@ -279,8 +279,8 @@ def test_deletion_vectors_and_the_python_read_path(spark, tmp_path):
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 2")
     expected = [(1, dt.datetime(2024, 1, 1)), (3, dt.datetime(2024, 1, 3))]
     assert _rows(spark, path) == expected
-    from headwater.delta.log import DeltaLog
-    from headwater.delta.read import python_read
+    from headwater.delta.log.delta_log import DeltaLog
+    from headwater.delta.read.batch import python_read
 
     python = python_read(spark, DeltaLog(path).snapshot()).orderBy("id").collect()
     assert [tuple(r) for r in python] == expected

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from headwater.pipelines.cdc_scd2 import Event, Version, history, kept_in_log
+from headwater.pipelines.cdc.scd2 import Event, Version, history, kept_in_log
 from tests.pipelines.cdc_oracle import VALUES, random_events, scd2, split
 
 TRACKINGS = {"all": ("a", "b", "c"), "list": ("a", "b"), "except b": ("a", "c"), "none": ()}

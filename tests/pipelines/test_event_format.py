@@ -14,7 +14,7 @@ from headwater.event_log_format import (
     location,
     parse_details,
 )
-from headwater.pipelines.layout import Layout
+from headwater.pipelines.layout.folders import Layout
 
 
 def test_flow_progress_round_trips_through_the_details_column():

@@ -11,7 +11,7 @@ import pytest
 from conftest import RAW_TABLE
 
 from headwater.errors import ExpectationViolationError, PipelineDefinitionError
-from headwater.pipelines.report import write_report
+from headwater.pipelines.report.page import write_report
 
 
 def mixed(start: int, n: int) -> list[dict]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.precheck import precheck
-from headwater.pipelines.spec import load_spec
+from headwater.pipelines.define.spec import load_spec
+from headwater.pipelines.graph.precheck import precheck
 
 
 def project(root: Path, sources: dict[str, str], database: str | None = None) -> Path:

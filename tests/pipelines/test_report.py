@@ -19,9 +19,9 @@ import pytest
 from deltalake import write_deltalake
 
 from headwater.errors import PipelineError
-from headwater.pipelines.report import load_events, render, write_report
-from headwater.pipelines.report_graph import Node, graph, layout
-from headwater.pipelines.report_model import build
+from headwater.pipelines.report.model import build
+from headwater.pipelines.report.page import load_events, render, write_report
+from headwater.pipelines.report.svg import Node, graph, layout
 
 T0 = datetime(2024, 5, 1, 8, 0, tzinfo=timezone.utc)
 VIOLATION = (

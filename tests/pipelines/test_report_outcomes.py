@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from headwater.pipelines.report import render
-from headwater.pipelines.report_model import build
+from headwater.pipelines.report.model import build
+from headwater.pipelines.report.page import render
 from tests.pipelines.test_report import Log, healthy, text_of
 
 CDC_PIPELINE = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.spec import find_spec, load_spec
+from headwater.pipelines.define.spec import find_spec, load_spec
 
 
 def write(tmp_path, text: str):

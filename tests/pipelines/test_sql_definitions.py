@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.elements import Expectation, Origin
-from headwater.pipelines.sql_definitions import (
+from headwater.pipelines.define.elements import Expectation, Origin
+from headwater.pipelines.sql_files.definitions import (
     FileSource,
     Reference,
     SqlDefinitions,

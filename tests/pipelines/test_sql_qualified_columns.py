@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from conftest import RAW_TABLE, orders
 
-from headwater.pipelines.sql_queries import parse_query
+from headwater.pipelines.sql_files.queries import parse_query
 
 
 def rendered(text: str) -> str:

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from headwater.pipelines.run_retry import transient
+from headwater.pipelines.runner.retry import transient
 from tests.conftest import run_python
 from tests.pipelines.test_interrupt import land
 

@@ -1,7 +1,7 @@
 """Streaming writes into Delta tables: ``writeStream...start(path)`` and ``toTable(name)``.
 
 The query runs as Spark's own streaming query whose micro-batches go to
-:class:`headwater.delta.sink.DeltaStreamSink` (``foreachBatch``), which commits each batch
+:class:`headwater.delta.write.sink.DeltaStreamSink` (``foreachBatch``), which commits each batch
 exactly once. The checkpoint is found as Spark finds it: the ``checkpointLocation``
 option, else ``spark.sql.streaming.checkpointLocation``/<queryName> (a random name without
 ``queryName``, as Spark does).
@@ -18,8 +18,8 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from headwater import api, storage
 from headwater.adapter.state import state_of
 from headwater.adapter.writes import refuse_layout
-from headwater.delta.log import DeltaLog
-from headwater.delta.sink import output_mode, sink_spec
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.write.sink import output_mode, sink_spec
 from headwater.errors import OptionError
 from headwater.originals import original as spark_method
 

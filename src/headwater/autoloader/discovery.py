@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from headwater import storage
 from headwater.autoloader.options import CloudFilesOptions
-from headwater.delta.partitions import NULL_PARTITION, unescape
+from headwater.delta.schema.partitions import NULL_PARTITION, unescape
 from headwater.errors import OptionError
 
 

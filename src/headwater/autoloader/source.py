@@ -45,7 +45,7 @@ from headwater.autoloader.schema import (
     sample,
 )
 from headwater.autoloader.state import FileState
-from headwater.delta.scan import arrow_schema
+from headwater.delta.files.arrow_read import arrow_schema
 from headwater.errors import HeadwaterError, OptionError
 
 log = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from headwater import storage
 from headwater.catalog.names import TableName, delta_path, parse
 from headwater.catalog.registry import Registry, TableEntry
 from headwater.delta import names as delta_names
-from headwater.delta.create import create_table
-from headwater.delta.log import DeltaLog
-from headwater.delta.source import DeltaDataSource
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.read.source import DeltaDataSource
+from headwater.delta.write.create import create_table
 from headwater.errors import HeadwaterError, TableAlreadyExistsError, TableNotFoundError
 from headwater.originals import original
 

@@ -5,7 +5,7 @@
    the files not loaded yet (:mod:`.plan`).
 2. Executors parse the files into Arrow batches (:mod:`.read`), the SELECT list and the
    table's schema shape them (:mod:`.transform`), and Spark's native Parquet writer writes
-   them into the table's staging area (:func:`headwater.delta.write.write_files`).
+   them into the table's staging area (:func:`headwater.delta.write.batch.write_files`).
 3. One Delta commit adds the data files *and* records the loaded files in its
    ``commitInfo``. Before it lands on top of any version after ``v``, the commits in
    between are checked for COPY INTOs that loaded any of the same files: if none did (an
@@ -44,12 +44,12 @@ from headwater.copyinto.read import (
 from headwater.copyinto.spec import CopySpec, parse
 from headwater.copyinto.target import Target, resolve
 from headwater.copyinto.transform import shape
-from headwater.delta import identity
-from headwater.delta import schema as schemas
-from headwater.delta.commit_info import Operation
-from headwater.delta.create import new_metadata
-from headwater.delta.data_files import discard_files, write_files
-from headwater.delta.transaction import Transaction
+from headwater.delta.files import identity
+from headwater.delta.files.data_files import discard_files, write_files
+from headwater.delta.log.commit import Transaction
+from headwater.delta.log.operations import Operation
+from headwater.delta.schema import table_schema as schemas
+from headwater.delta.write.create import new_metadata
 from headwater.errors import ConcurrentModificationException
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from headwater import storage
-from headwater.delta.actions import Commit
+from headwater.delta.log.actions import Commit
 from headwater.errors import ConcurrentModificationException
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ def loaded_files(root: str, version: int, table_id: str | None, cache: bool = Tr
 
 class NotLoadedConcurrently:
     """A transaction requirement: no commit that lands before this load's loaded any of
-    its files (see :class:`headwater.delta.transaction.Requirement`)."""
+    its files (see :class:`headwater.delta.log.commit.Requirement`)."""
 
     def __init__(self, files: set[str]) -> None:
         self.files = files

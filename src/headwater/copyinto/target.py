@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 
 from headwater.catalog import Catalog, TableEntry
 from headwater.catalog.names import delta_path, parse
-from headwater.delta.log import DeltaLog, Snapshot
+from headwater.delta.log.delta_log import DeltaLog, Snapshot
 from headwater.errors import TableNotFoundError, UnsupportedFeatureError
 
 

@@ -6,7 +6,7 @@ match the table by name, case-insensitively: a column the table has is cast to t
 type (Spark's ANSI cast: a value that cannot be converted fails the load rather than turning
 null), a column the table lacks needs ``mergeSchema``, a table column the data lacks is
 written as null, and a NOT NULL table column fails the load on a null. The result is in
-the table's column order, ready for :func:`headwater.delta.write.write_files`.
+the table's column order, ready for :func:`headwater.delta.write.batch.write_files`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pyspark.sql.types import StructType
 
 from headwater.copyinto.spec import CopyIntoError, CopySpec
 from headwater.copyinto.target import Target
-from headwater.delta import schema as schemas
+from headwater.delta.schema import table_schema as schemas
 from headwater.errors import SchemaMismatchError
 
 

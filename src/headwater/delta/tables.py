@@ -1,8 +1,8 @@
 """``DeltaTable``: delta-spark's Python API, so ``from delta.tables import DeltaTable``
 ports by changing the import to ``from headwater.delta.tables import DeltaTable``.
 
-Thin on purpose: DML runs in :mod:`.dml` and :mod:`.merge`, maintenance in
-:mod:`.maintenance`, history in :mod:`.history`, creation in :mod:`.create`; names go
+Thin on purpose: DML runs in :mod:`.delete_update` and :mod:`.merge`, maintenance in
+:mod:`.vacuum_restore`, history in :mod:`.history`, creation in :mod:`.create`; names go
 through the session's catalog (:mod:`.names`).
 """
 
@@ -16,25 +16,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater import storage
-from headwater.delta import (
-    arguments,
-    clustering,
-    column_values,
-    dml,
-    features,
-    history,
-    identity,
-    maintenance,
-    merge,
-    names,
-    optimize,
-)
-from headwater.delta.create import create_table, replace_table
-from headwater.delta.expressions import ExprLike
-from headwater.delta.log import DeltaLog
-from headwater.delta.merge_clauses import Clause, ClauseAction, ClauseKind
-from headwater.delta.read import read_delta
-from headwater.delta.rewrite import Result
+from headwater.delta import arguments, names
+from headwater.delta.dml import delete_update as dml
+from headwater.delta.dml import merge
+from headwater.delta.dml.rewrite import Result
+from headwater.delta.files import column_values, identity
+from headwater.delta.log import clustering, features, history
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.maintenance import optimize
+from headwater.delta.maintenance import vacuum_restore as maintenance
+from headwater.delta.read.batch import read_delta
+from headwater.delta.schema.expressions import ExprLike
+from headwater.delta.schema.merge_clauses import Clause, ClauseAction, ClauseKind
+from headwater.delta.write.create import create_table, replace_table
 from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.sqltypes import parse_type
 
@@ -107,7 +101,7 @@ class DeltaTable:
     ) -> DeltaTable:
         """Make a directory of Parquet files (``parquet.`/path```) a Delta table in place:
         a log over the existing files, with their stats; no data is rewritten."""
-        from headwater.delta.convert import convert_to_delta
+        from headwater.delta.write.convert import convert_to_delta
 
         arguments.string(identifier, "identifier")
         if partitionSchema is not None and not isinstance(partitionSchema, (str, StructType)):
@@ -162,7 +156,7 @@ class DeltaTable:
 
     def generate(self, mode: str) -> None:
         """Write manifests for Parquet-only engines (mode ``symlink_format_manifest``)."""
-        from headwater.delta.manifest import generate
+        from headwater.delta.maintenance.manifest import generate
 
         generate(self._path, mode)
 
@@ -499,7 +493,7 @@ def _apply_hadoop_conf(spark: SparkSession, path: str, conf: Mapping[str, str]) 
     """``forPath``'s ``hadoopConf`` for the bucket of ``path``: configured in this process
     and shipped to Python workers (the ``delta`` source is registered again so its workers
     get the new settings)."""
-    from headwater.delta.source import DeltaDataSource
+    from headwater.delta.read.source import DeltaDataSource
     from headwater.storage import settings
 
     location = storage.parse(path)

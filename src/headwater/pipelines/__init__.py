@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.decorators import (
+from headwater.pipelines.define.decorators import (
     append_flow,
     apply_changes,
     apply_changes_from_snapshot,
@@ -45,9 +45,9 @@ from headwater.pipelines.decorators import (
     temporary_view,
     view,
 )
-from headwater.pipelines.event_log import Event, Listener
-from headwater.pipelines.spec import PipelineSpec, load_spec
-from headwater.pipelines.update import Update, UpdateOptions, UpdateResult
+from headwater.pipelines.define.spec import PipelineSpec, load_spec
+from headwater.pipelines.runner.event_log import Event, Listener
+from headwater.pipelines.runner.update import Update, UpdateOptions, UpdateResult
 
 __all__ = [
     "Event",

@@ -24,8 +24,8 @@ from headwater.errors import PipelineError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from headwater.pipelines.run_interrupt import Interrupts
-    from headwater.pipelines.spec import PipelineSpec
+    from headwater.pipelines.define.spec import PipelineSpec
+    from headwater.pipelines.runner.interrupt import Interrupts
 
 SPEC = """name: {name}
 storage: pipeline-storage
@@ -82,10 +82,10 @@ def main(args: argparse.Namespace) -> int:
         return init(args.name)
     if args.pipelines_command == "report":
         return report(args.spec, args.storage, args.output, args.updates)
-    from headwater.pipelines.precheck import precheck
-    from headwater.pipelines.run_interrupt import Interrupts
-    from headwater.pipelines.spec import load_spec
-    from headwater.pipelines.watch import Starting, develop
+    from headwater.pipelines.define.spec import load_spec
+    from headwater.pipelines.graph.precheck import precheck
+    from headwater.pipelines.runner.interrupt import Interrupts
+    from headwater.pipelines.runner.watch import Starting, develop
 
     interrupts = Interrupts()
     interrupts.install()
@@ -121,7 +121,7 @@ def one_update(
 ) -> int:
     """One update (or dry run) on a started session, its summary printed; the exit code."""
     from headwater import pipelines
-    from headwater.pipelines.progress import Printer, summary
+    from headwater.pipelines.runner.progress import Printer, summary
 
     printer = Printer()
     if args.pipelines_command == "dry-run":
@@ -161,8 +161,8 @@ def init(name: str) -> int:
 
 
 def report(spec: str, storage: str | None, output: str, updates: int) -> int:
-    from headwater.pipelines.report import write_report
-    from headwater.pipelines.spec import load_spec
+    from headwater.pipelines.define.spec import load_spec
+    from headwater.pipelines.report.page import write_report
 
     try:
         written = write_report(storage or load_spec(spec).storage_path, output, updates=updates)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from headwater.delta.convert import convert_to_delta
-from headwater.delta.log import DeltaLog
+from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.tables import DeltaTable
+from headwater.delta.write.convert import convert_to_delta
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor
 from headwater.sql.refs import entry_of, resolve

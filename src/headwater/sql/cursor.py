@@ -5,7 +5,7 @@ DESCRIBE HISTORY/DETAIL and COPY INTO come back as opaque commands (or wrong tre
 do the statement heads of pipeline SQL files (``CREATE OR REFRESH STREAMING TABLE ...``).
 Their grammars are small, so one cursor over sqlglot's tokens reads them all exactly, and
 every error names the token (line, column) where the statement stopped making sense. The
-pipeline front (:mod:`headwater.pipelines.sql_queries`) uses this cursor too, raising its
+pipeline front (:mod:`headwater.pipelines.sql_files.queries`) uses this cursor too, raising its
 own error type.
 
 Words are matched as the user wrote them, whatever sqlglot made one token of: ``at("PARTITIONED",

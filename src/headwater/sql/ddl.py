@@ -16,9 +16,9 @@ from sqlglot.tokens import TokenType
 from headwater import api
 from headwater.catalog import Catalog
 from headwater.catalog.names import parse as parse_name
-from headwater.delta import column_values, identity
-from headwater.delta.commit_info import Operation
-from headwater.delta.log import DeltaLog
+from headwater.delta.files import column_values, identity
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.operations import Operation
 from headwater.delta.options import WriteSpec
 from headwater.delta.tables import DeltaTable
 from headwater.errors import TableAlreadyExistsError
@@ -173,7 +173,7 @@ def _columns(ctx: Context, defs: list[exp.Expression]) -> StructType:
         for c in d.args.get("constraints") or []:
             kind = c.args.get("kind")
             if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
-                nullable = False  # enforced on every write (headwater.delta.constraints)
+                nullable = False  # enforced on every write (headwater.delta.files.constraints)
             elif isinstance(kind, exp.CommentColumnConstraint):
                 metadata["comment"] = kind.this.name
             elif isinstance(kind, exp.ComputedColumnConstraint):

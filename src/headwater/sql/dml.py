@@ -18,9 +18,9 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from headwater import api
-from headwater.delta.log import DeltaLog
-from headwater.delta.merge_clauses import Clause
+from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.options import WriteSpec
+from headwater.delta.schema.merge_clauses import Clause
 from headwater.delta.tables import merge_metrics
 from headwater.errors import SchemaMismatchError
 from headwater.sql.context import PASS, Context

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from sqlglot.tokens import TokenType
 
-from headwater.delta import maintenance
-from headwater.delta import optimize as delta_optimize
+from headwater.delta.maintenance import optimize as delta_optimize
+from headwater.delta.maintenance import vacuum_restore as maintenance
 from headwater.delta.tables import DeltaTable
 from headwater.sql.context import Context
 from headwater.sql.cursor import Cursor

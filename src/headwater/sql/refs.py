@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from headwater import storage
 from headwater.catalog import Catalog, TableEntry
-from headwater.delta.log import DeltaLog
+from headwater.delta.log.delta_log import DeltaLog
 from headwater.errors import NotADeltaTableError, TableNotFoundError
 from headwater.sql.cursor import TableRef
 from headwater.sql.text import Statement

@@ -1,0 +1,195 @@
+"""Which protocol a table needs, and whether headwater may write to it.
+
+A table's protocol names what readers and writers must understand. New tables get the
+smallest protocol their schema and properties need, as delta-spark chooses it (``(1, 2)``
+for a plain table); a property or column that needs more (the change data feed, deletion
+vectors, ``timestamp_ntz``, CHECK constraints) upgrades it in the same commit that sets it.
+Tables on the table-features protocol always list ``appendOnly`` and ``invariants`` too,
+because delta-spark refuses a writer-7 table with NOT NULL columns that lacks them (delta-rs
+leaves them out).
+
+Writes are refused, by feature name and before anything is written, when the table uses a
+writer feature whose rules this writer does not keep (row tracking, in-commit timestamps,
+identity columns, ...): a commit that ignored them would leave the table inconsistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from headwater.delta.log.actions import Metadata, Protocol
+from headwater.errors import UnsupportedFeatureError
+
+# Writer features a legacy protocol implies, by minWriterVersion; readers: columnMapping from
+# minReaderVersion 2.
+LEGACY_WRITER_FEATURES: dict[int, frozenset[str]] = {
+    2: frozenset({"appendOnly", "invariants"}),
+    3: frozenset({"checkConstraints"}),
+    4: frozenset({"changeDataFeed", "generatedColumns"}),
+    5: frozenset({"columnMapping"}),
+    6: frozenset({"identityColumns"}),
+}
+_LEGACY = frozenset().union(*LEGACY_WRITER_FEATURES.values())
+# Features that need a reader to understand them (and so reader version 3, but for
+# columnMapping, which reader version 2 also expresses).
+_READER_FEATURES = frozenset({"columnMapping", "deletionVectors", "timestampNtz", "typeWidening"})
+READER_WRITER_FEATURES = _READER_FEATURES | {"v2Checkpoint", "vacuumProtocolCheck", "variantType"}
+KNOWN_FEATURES = READER_WRITER_FEATURES | {
+    "allowColumnDefaults", "appendOnly", "changeDataFeed", "checkConstraints", "clustering",
+    "domainMetadata", "generatedColumns", "icebergCompatV1", "icebergCompatV2",
+    "identityColumns", "inCommitTimestamp", "invariants", "rowTracking",
+}  # fmt: skip
+# ``delta.feature.<name> = 'supported'`` in the properties lists a feature without using it.
+FEATURE_PROPERTY = "delta.feature."
+
+# Writer features whose rules every headwater commit keeps.
+HONOURED_WRITER_FEATURES = frozenset(
+    {
+        "appendOnly",
+        "allowColumnDefaults",  # defaults fill the columns a write leaves out
+        "changeDataFeed",
+        "checkConstraints",  # enforced on the rows written
+        "clustering",  # new files are unclustered; OPTIMIZE clusters (delta/log/clustering.py)
+        "columnMapping",  # files are written under physical names
+        "deletionVectors",
+        "domainMetadata",
+        "generatedColumns",  # computed or checked on every write (delta/files/column_values.py)
+        "identityColumns",  # numbered past the high-water mark, recorded in the commit
+        "invariants",
+        "timestampNtz",
+        "typeWidening",  # ALTER applies only allowed widenings (delta/schema/type_widening.py)
+        "typeWidening-preview",
+        "vacuumProtocolCheck",
+    }
+)
+
+
+def _true(configuration: Mapping[str, str], key: str) -> bool:
+    return str(configuration.get(key, "false")).lower() == "true"
+
+
+def writer_features(protocol: Protocol) -> frozenset[str]:
+    """Every writer feature the protocol implies (listed, or by its legacy version)."""
+    if protocol.writer_features is not None:
+        return protocol.writer_features
+    implied: set[str] = set()
+    for version, features in LEGACY_WRITER_FEATURES.items():
+        if protocol.min_writer_version >= version:
+            implied |= features
+    return frozenset(implied)
+
+
+def reader_features(protocol: Protocol) -> frozenset[str]:
+    if protocol.reader_features is not None:
+        return protocol.reader_features
+    return frozenset({"columnMapping"}) if protocol.min_reader_version >= 2 else frozenset()
+
+
+def needed_features(metadata: Metadata) -> frozenset[str]:
+    """The features this schema and these properties use."""
+    config = metadata.configuration
+    schema = metadata.schema_string
+    found: set[str] = set()
+    if _true(config, "delta.enableChangeDataFeed"):
+        found.add("changeDataFeed")
+    if _true(config, "delta.enableDeletionVectors"):
+        found.add("deletionVectors")
+    if _true(config, "delta.appendOnly"):
+        found.add("appendOnly")
+    if any(k.startswith("delta.constraints.") for k in config):
+        found.add("checkConstraints")
+    if config.get("delta.columnMapping.mode", "none").lower() != "none":
+        found.add("columnMapping")
+    if '"timestamp_ntz"' in schema:
+        found.add("timestampNtz")
+    if "delta.generationExpression" in schema:
+        found.add("generatedColumns")
+    if "delta.identity." in schema:
+        found.add("identityColumns")
+    if "delta.invariants" in schema:
+        found.add("invariants")
+    if '"CURRENT_DEFAULT"' in schema:
+        found.add("allowColumnDefaults")
+    found |= declared_features(config)
+    if _true(config, "delta.enableTypeWidening") or '"delta.typeChanges"' in schema:
+        found.add("typeWidening")
+    return frozenset(found)
+
+
+def declared_features(configuration: Mapping[str, str]) -> set[str]:
+    """Features named by ``delta.feature.<name> = 'supported'`` properties."""
+    by_lower = {f.lower(): f for f in KNOWN_FEATURES}
+    found = set()
+    for key, value in configuration.items():
+        if not key.lower().startswith(FEATURE_PROPERTY):
+            continue
+        name = key[len(FEATURE_PROPERTY) :]
+        if name.lower() not in by_lower or str(value).lower() not in ("supported", "enabled"):
+            raise UnsupportedFeatureError(
+                f"[DELTA_UNSUPPORTED_FEATURES_IN_CONFIG] Property {key} = '{value}': give a "
+                f"known feature the value 'supported'. Known features: "
+                f"{', '.join(sorted(KNOWN_FEATURES))}."
+            )
+        found.add(by_lower[name.lower()])
+    return found
+
+
+def required(metadata: Metadata, current: Protocol | None = None) -> Protocol:
+    """The protocol a table with ``metadata`` needs: ``current`` (kept whole, never
+    downgraded) plus whatever the metadata uses that it lacks."""
+    needed = needed_features(metadata)
+    if current is not None and "typeWidening-preview" in writer_features(current):
+        needed -= {"typeWidening"}  # the preview name already carries the feature
+    writers = set(needed) | (set(writer_features(current)) if current else set())
+    readers = {f for f in needed if f in READER_WRITER_FEATURES}
+    if current is not None:
+        readers |= reader_features(current)
+    table_features = bool(writers - _LEGACY) or bool(readers - {"columnMapping"})
+    if current is not None and current.writer_features is not None:
+        table_features = True
+    if table_features:
+        writers |= {"appendOnly", "invariants"}
+        writers |= readers
+        reader_version = 3 if readers - {"columnMapping"} else (2 if readers else 1)
+        if current is not None:
+            reader_version = max(reader_version, current.min_reader_version)
+        if current is not None and current.reader_features is not None:
+            reader_version = 3
+        return Protocol(
+            reader_version,
+            7,
+            frozenset(readers) if reader_version >= 3 else None,
+            frozenset(writers),
+        )
+    writer_version = max(
+        [2, *[v for v, features in LEGACY_WRITER_FEATURES.items() if features & writers]]
+    )
+    reader_version = 2 if "columnMapping" in readers else 1
+    if current is not None:
+        writer_version = max(writer_version, current.min_writer_version)
+        reader_version = max(reader_version, current.min_reader_version)
+    return Protocol(reader_version, writer_version)
+
+
+def check_writable(protocol: Protocol, metadata: Metadata, root: str, removes: bool) -> None:
+    """Refuse, before anything is written, a commit headwater could not write correctly
+    (``removes``: the commit removes rows, which an append-only table forbids)."""
+    unknown = sorted(writer_features(protocol) - HONOURED_WRITER_FEATURES - _unused(metadata))
+    if unknown:
+        raise UnsupportedFeatureError(
+            f"Delta table at {root} uses writer feature(s) {', '.join(unknown)}, which "
+            "headwater cannot keep in a commit; nothing was written. Run the operation with "
+            "delta-spark."
+        )
+    if removes and _true(metadata.configuration, "delta.appendOnly"):
+        raise UnsupportedFeatureError(
+            f"Delta table at {root} is append-only (delta.appendOnly=true): rows cannot be "
+            "updated or deleted. Unset the property to allow it."
+        )
+
+
+def _unused(metadata: Metadata) -> set[str]:
+    """Features a table lists (as a legacy protocol upgrade does) but does not use: no
+    CHECK constraint, generated or identity column, so their rules cannot be broken."""
+    used = needed_features(metadata)
+    return {f for f in ("checkConstraints", "generatedColumns", "identityColumns") if f not in used}

@@ -1,0 +1,3 @@
+"""Reading tables: batch reads of a snapshot (:mod:`.batch`), Spark's native scan, the
+``delta`` Python data source, streaming reads, the change data feed, and which files a
+filter or a DML can touch (skipping, pruning). May import ``files``, ``log``, ``schema``."""

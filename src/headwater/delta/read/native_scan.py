@@ -1,0 +1,83 @@
+"""Spark's own Parquet scan of exactly a snapshot's files, at the cost of a folder scan.
+
+Handing Spark the snapshot's files as explicit paths is exact but slow: Spark checks each
+path and, past 32 paths, lists them with a Spark job of one task per path — about 5 ms a
+file, minutes for tens of thousands. A scan of the table's folder lists it once, as
+``spark.read.parquet(folder)`` does; but the folder also holds files no longer in the
+snapshot (removed by later versions, not yet vacuumed) and files of versions after it. So
+the folder is scanned and the files Spark lists are compared with the snapshot's: when
+they are the same the scan is used as it is, otherwise it keeps only the snapshot's files
+with a filter on ``_metadata.file_path``, which Spark applies to the file list before any
+file is opened. Explicit paths remain for a few files, for files outside the folder, and
+for folders Spark cannot list as one table (mixed directory layouts).
+"""
+
+from __future__ import annotations
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from headwater.delta.files.data_files import local_path
+from headwater.delta.log.delta_log import DataFile, Snapshot
+
+# Below this many files explicit paths are listed serially on the driver (Spark's
+# spark.sql.sources.parallelPartitionDiscovery.threshold): cheaper than a folder listing.
+EXPLICIT_PATHS_UP_TO = 32
+
+
+def scan(
+    spark: SparkSession, snapshot: Snapshot, files: list[DataFile], schema: StructType
+) -> tuple[DataFrame, dict[str, str]]:
+    """Spark's scan of ``files`` (with ``schema``), and each file's URI as Spark lists it
+    (keyed by relative path; empty when the scan was built from explicit paths)."""
+    reader = spark.read.schema(schema).option("basePath", snapshot.root)
+    if len(files) > EXPLICIT_PATHS_UP_TO and all(f.path.endswith(".parquet") for f in files):
+        try:
+            folder = reader.option("pathGlobFilter", "*.parquet").parquet(snapshot.root)
+        except AnalysisException:  # e.g. files of an old partitioning beside the new one
+            folder = None
+        if folder is not None:
+            listed = listed_files(spark, folder)
+            uris = {f.path: listed.get(local_path(f.absolute(snapshot.root))) for f in files}
+            if all(uris.values()):
+                kept = _only(folder, set(listed.values()), {u for u in uris.values() if u})
+                return kept, {p: u for p, u in uris.items() if u}
+    return reader.parquet(*[f.absolute(snapshot.root) for f in files]), {}
+
+
+def listed_files(spark: SparkSession, df: DataFrame) -> dict[str, str]:
+    """The files a file-source DataFrame scans, as Spark names them (``file:///...``),
+    keyed by plain path. One JVM call, not one per file."""
+    jvm = spark._jvm
+    assert jvm is not None  # a classic session always has one
+    joined = jvm.org.apache.hadoop.util.StringUtils.join("\n", df._jdf.inputFiles())
+    return {local_path(uri): uri for uri in str(joined).split("\n") if uri}
+
+
+def uri_spellings(uri: str) -> list[str]:
+    """A local file's URI as ``_metadata.file_path`` may spell it: Spark lists ``file:///x``
+    but its scan reports ``file:/x`` (both name the same file)."""
+    if uri.startswith("file:///"):
+        return [uri, "file:/" + uri[len("file:///") :]]
+    if uri.startswith("file:/") and not uri.startswith("file://"):
+        return [uri, "file:///" + uri[len("file:/") :]]
+    return [uri]
+
+
+def _only(folder: DataFrame, listed: set[str], wanted: set[str]) -> DataFrame:
+    """``folder`` restricted to the files ``wanted`` (a filter Spark applies to its file
+    list), naming whichever set is shorter: the wanted files or the others."""
+    others = listed - wanted
+    if not others:
+        return folder
+    keep = len(wanted) <= len(others)
+    named = sorted(wanted if keep else others)
+    literals = ", ".join(_literal(s) for uri in named for s in uri_spellings(uri))
+    test = "IN" if keep else "NOT IN"
+    return folder.where(F.expr(f"_metadata.file_path {test} ({literals})"))
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

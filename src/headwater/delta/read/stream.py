@@ -1,0 +1,265 @@
+"""Streaming reads of a Delta table: the snapshot first, then every later append.
+
+An offset is the position of the next file to read::
+
+    {"version": v, "index": i, "snapshot": bool}
+
+With ``snapshot`` true it points into the table as of version ``v`` (files ordered by
+modification time, then path); otherwise into the data files added by commit ``v``, in log
+order. Offsets are normalised (a fully read commit becomes ``(v + 1, 0)``), so equal
+positions mean no new data. The log is immutable, so the files between two offsets are the
+same after any restart: that is what makes the query exactly-once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from headwater import storage
+from headwater.delta.files.arrow_read import (
+    FilePartition,
+    FileTask,
+    physical_for,
+    plan_partitions,
+    read_files,
+)
+from headwater.delta.log import deletion_vectors
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.read import change_feed as cdf
+from headwater.delta.schema import column_mapping as mapping
+from headwater.errors import StreamingSourceChangedError
+from headwater.options import as_bool, as_bytes, as_int
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_FILES = 1000
+
+
+@dataclass(frozen=True)
+class Position:
+    version: int
+    index: int
+    snapshot: bool
+
+    def to_offset(self) -> dict:
+        return {"version": self.version, "index": self.index, "snapshot": self.snapshot}
+
+    @classmethod
+    def of(cls, offset: dict) -> Position:
+        return cls(int(offset["version"]), int(offset["index"]), bool(offset["snapshot"]))
+
+
+class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
+        self.log = DeltaLog(path)
+        self.schema = schema
+        self.max_files = as_int(
+            options.get("maxfilespertrigger"), "maxFilesPerTrigger", DEFAULT_MAX_FILES
+        )
+        self.max_bytes = as_bytes(options.get("maxbytespertrigger"), "maxBytesPerTrigger")
+        self.skip_change_commits = as_bool(options.get("skipchangecommits"), "skipChangeCommits")
+        self.ignore_deletes = as_bool(options.get("ignoredeletes"), "ignoreDeletes")
+        self.ignore_changes = as_bool(options.get("ignorechanges"), "ignoreChanges")
+        self.starting_version = options.get("startingversion")
+        self.starting_timestamp = options.get("startingtimestamp")
+        self.change_feed = cdf.requested(options)
+        self.available_now_target: int | None = None
+        self._files_cache: dict[tuple[int, bool], list[FileTask]] = {}
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict:
+        if self.starting_version is not None:
+            if str(self.starting_version).lower() == "latest":
+                return Position(self.log.latest_version() + 1, 0, False).to_offset()
+            return Position(int(self.starting_version), 0, False).to_offset()
+        if self.starting_timestamp is not None:
+            version = self.log.snapshot(timestamp=self.starting_timestamp).version
+            return Position(version, 0, False).to_offset()
+        return Position(self.log.latest_version(), 0, True).to_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.max_bytes is not None and self.max_files == DEFAULT_MAX_FILES:
+            return ReadMaxBytes(self.max_bytes)
+        return ReadMaxFiles(self.max_files or DEFAULT_MAX_FILES)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now_target = self.log.latest_version()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        pos = Position.of(start)
+        latest = self.log.latest_version()
+        if self.available_now_target is not None:
+            latest = min(latest, self.available_now_target)
+        unlimited = isinstance(limit, ReadAllAvailable)
+        max_files = None if unlimited else self.max_files
+        max_bytes = None if unlimited else self.max_bytes
+        taken_files = 0
+        taken_bytes = 0
+        while pos.version <= latest:
+            files = self._files(pos)
+            while pos.index < len(files):
+                if taken_files and (
+                    (max_files is not None and taken_files >= max_files)
+                    or (max_bytes is not None and taken_bytes >= max_bytes)
+                ):
+                    return pos.to_offset()
+                taken_files += 1
+                taken_bytes += files[pos.index].size
+                pos = Position(pos.version, pos.index + 1, pos.snapshot)
+            pos = Position(pos.version + 1, 0, False)
+        return pos.to_offset()
+
+    def reportLatestOffset(self) -> dict | None:
+        return Position(self.log.latest_version() + 1, 0, False).to_offset()
+
+    # -- data ------------------------------------------------------------------------------
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        pos, stop = Position.of(start), Position.of(end)
+        tasks: list[FileTask] = []
+        while (pos.version, pos.index) < (stop.version, stop.index):
+            files = self._files(pos)
+            upto = stop.index if stop.version == pos.version else len(files)
+            tasks.extend(files[pos.index : upto])
+            pos = Position(pos.version + 1, 0, False)
+        return list(plan_partitions(tasks, physical=self._physical))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilePartition)
+        if self.change_feed:
+            yield from cdf.read_changes(partition.tasks, self.schema, partition.physical_schema)
+        else:
+            yield from read_files(partition.tasks, self.schema, partition.physical_schema)
+
+    @cached_property
+    def _physical(self) -> StructType | None:
+        return physical_for(self.log.snapshot(), self.schema)
+
+    @cached_property
+    def _logical_partition_names(self) -> dict[str, str]:
+        """Physical -> logical column names (the identity without column mapping)."""
+        return mapping.logical_paths(self.log.snapshot().schema)
+
+    def commit(self, end: dict) -> None:
+        version = Position.of(end).version
+        for key in [k for k in self._files_cache if k[0] < version]:
+            del self._files_cache[key]
+
+    # -- the files at a position -----------------------------------------------------------
+
+    def _files(self, pos: Position) -> list[FileTask]:
+        key = (pos.version, pos.snapshot)
+        if key not in self._files_cache:
+            loader = self._snapshot_files if pos.snapshot else self._commit_files
+            self._files_cache[key] = loader(pos.version)
+        return self._files_cache[key]
+
+    def _snapshot_files(self, version: int) -> list[FileTask]:
+        snapshot = self.log.snapshot(version=version)
+        snapshot.check_readable()
+        if self.change_feed:
+            return cdf.snapshot_tasks(self.log, snapshot)
+        files = sorted(snapshot.files, key=lambda f: (f.modification_time, f.path))
+        dvs = snapshot.deletion_vectors
+        return [
+            FileTask(
+                f.absolute(self.log.root),
+                f.size,
+                tuple(sorted(f.partition_values.items())),
+                dvs.get(f.path),
+            )
+            for f in files
+        ]
+
+    def _commit_files(self, version: int) -> list[FileTask]:
+        actions = self.log.commit_actions(version)
+        adds = [a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)]
+        removes = [
+            a["remove"] for a in actions if "remove" in a and a["remove"].get("dataChange", True)
+        ]
+        metadata = next((a["metaData"] for a in actions if "metaData" in a), None)
+        if metadata is not None:
+            self._check_schema(version, metadata)
+        if self.change_feed:
+            return cdf.version_tasks(self.log, version, actions, self._logical_partition_names)
+        if removes:
+            if self.skip_change_commits:
+                return []
+            if self.ignore_changes:
+                pass  # re-delivers rewritten files' rows, as delta-spark's ignoreChanges does
+            elif self.ignore_deletes and not adds:
+                return []
+            else:
+                raise StreamingSourceChangedError(
+                    f"Detected a data update (for example MERGE, UPDATE, DELETE or OVERWRITE) in the "
+                    f"source table {self.log.root} at version {version}. This is currently not "
+                    "supported for streaming reads. If this is going to happen regularly and you are "
+                    "okay to skip changes, set the option 'skipChangeCommits' to 'true'; to ignore "
+                    "commits that only delete data, set 'ignoreDeletes' to 'true'. Or restart the "
+                    "query from a later version with 'startingVersion'."
+                )
+        names = self._logical_partition_names
+        vectors: dict[str, bytes] = {}  # vector files read for this commit
+        return [
+            FileTask(
+                storage.join(self.log.root, unquote(a["path"])),
+                int(a.get("size", 0)),
+                tuple(
+                    sorted(
+                        (names.get(k, k), v) for k, v in (a.get("partitionValues") or {}).items()
+                    )
+                ),
+                self._selection(a.get("deletionVector"), vectors),
+            )
+            for a in adds
+        ]
+
+    def _selection(self, vector: dict | None, cache: dict[str, bytes]) -> tuple[bool, ...] | None:
+        """The rows of a re-added file its deletion vector keeps (ignoreChanges re-delivers
+        a file a DML marked rows of, without those rows)."""
+        if not vector:
+            return None
+        deleted = deletion_vectors.read(self.log.root, vector, cache)
+        live = np.ones(int(deleted.max()) + 1 if len(deleted) else 0, dtype=bool)
+        live[deleted.astype(np.int64)] = False
+        return tuple(live.tolist())
+
+    def _check_schema(self, version: int, metadata: dict) -> None:
+        import json
+
+        new = StructType.fromJson(json.loads(metadata["schemaString"]))
+        current = cdf.data_part(self.schema)
+        if new != current and {f.name for f in new} != {f.name for f in current}:
+            raise StreamingSourceChangedError(
+                f"The schema of source table {self.log.root} changed at version {version} "
+                f"(now: {new.simpleString()}). Restart the streaming query to read with the new schema."
+            )
+        types = {f.name: f.dataType for f in current}
+        widened = [
+            f"{f.name} from {types[f.name].simpleString()} to {f.dataType.simpleString()}"
+            for f in new
+            if f.name in types and types[f.name] != f.dataType
+        ]
+        if widened:  # rows of the new type would not fit the stream's old schema
+            raise StreamingSourceChangedError(
+                f"[DELTA_STREAMING_CANNOT_CONTINUE_PROCESSING_POST_SCHEMA_EVOLUTION] The type of "
+                f"column(s) {', '.join(widened)} of source table {self.log.root} changed at "
+                f"version {version}. Restart the streaming query to read with the new types."
+            )

@@ -1,0 +1,90 @@
+"""AUTO CDC events: a micro-batch of the source as the events SCD1 and SCD2 apply.
+
+Each event has the target's columns, its ``sequence_by`` value (``SEQ``) and whether it is
+an upsert or a delete (``OP``); ``where`` drops rows first. A NULL sequence value or key
+fails the batch with a named error (such an event has no place in any order). A truncate
+becomes a delete of every live key older than it (SCD1 only).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from headwater.pipelines.cdc.state import STATE_DELETED, STATE_SEQ, CdcState
+from headwater.pipelines.define.auto_cdc import CdcPlan, expression
+
+SEQ = "__hw_seq"
+OP = "__hw_op"
+UPSERT, DELETE = 0, 1  # on one sequence value an upsert sorts before a delete
+TRUNCATE = "__hw_truncate"
+NULL_SEQUENCE = (
+    "[PIPELINE_AUTO_CDC_NULL_SEQUENCE] AUTO CDC from '{source}': an event has a NULL "
+    "sequence_by value ({sequence}), so it cannot be ordered. Filter such events out "
+    "(where=...), or give sequence_by a value for every event."
+)
+NULL_KEY = (
+    "[PIPELINE_AUTO_CDC_NULL_KEY] AUTO CDC from '{source}': an event has a NULL key ({keys})."
+)
+
+
+def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
+    """The batch as events: the target's columns, ``SEQ`` and ``OP``."""
+    spec = plan.spec
+    seq = expression(spec, "sequence_by")
+    assert seq is not None
+    where = expression(spec, "where")
+    if where is not None:
+        batch = batch.filter(where)
+    deletes = expression(spec, "apply_as_deletes")
+    truncates = expression(spec, "apply_as_truncates")
+    keys_text = ", ".join(plan.keys)
+    checked_seq = F.when(
+        seq.isNull(),
+        F.raise_error(F.lit(NULL_SEQUENCE.format(source=spec.source, sequence=spec.sequence_by))),
+    ).otherwise(seq)
+    any_null_key = reduce(lambda a, b: a | b, [F.col(f"`{k}`").isNull() for k in plan.keys])
+    op = F.lit(UPSERT)
+    if deletes is not None:
+        op = F.when(F.coalesce(deletes, F.lit(False)), F.lit(DELETE)).otherwise(op)
+    truncate = F.coalesce(truncates, F.lit(False)) if truncates is not None else F.lit(False)
+    events = batch.select(
+        *[F.col(f"`{c}`") for c in plan.columns],
+        checked_seq.alias(SEQ),
+        op.alias(OP),
+        truncate.alias(TRUNCATE),
+    )
+    events = events.filter(
+        F.col(TRUNCATE)
+        | F.when(
+            any_null_key,
+            F.raise_error(F.lit(NULL_KEY.format(source=spec.source, keys=keys_text))),
+        ).otherwise(F.lit(True))
+    )
+    if truncates is None:
+        return events.drop(TRUNCATE)
+    return truncates_as_deletes(plan, state, events)
+
+
+def truncates_as_deletes(plan: CdcPlan, state: CdcState, events: DataFrame) -> DataFrame:
+    """The events after the batch's last truncate, and a delete at the truncate of each
+    key the state knows live and older than it."""
+    last = events.filter(TRUNCATE).agg(F.max(SEQ)).first()
+    rows = events.filter(~F.col(TRUNCATE)).drop(TRUNCATE)
+    if last is None or last[0] is None:
+        return rows
+    live = state.read().filter(~F.col(STATE_DELETED))
+    live = live.filter(F.col(STATE_SEQ) < F.lit(last[0]))
+    synthetic = live.select(
+        *[
+            F.col(f"`{c}`")
+            if c in plan.keys
+            else F.lit(None).cast(plan.schema[c].dataType).alias(c)
+            for c in plan.columns
+        ],
+        F.lit(last[0]).alias(SEQ),
+        F.lit(DELETE).alias(OP),
+    )
+    return rows.filter(F.col(SEQ) > F.lit(last[0])).unionByName(synthetic)

@@ -1,0 +1,138 @@
+"""AUTO CDC SCD type 1: one batch of events becomes one MERGE of each key's newest row.
+
+A batch's events no newer than what the state (or the target's sequence column) knows of
+their key are dropped; per key the newest remaining event wins (with
+``ignore_null_updates``, each column takes its newest non-null value since the last
+delete). The target commits first, then the state: a batch replayed after a crash between
+the two skips the target's MERGE (already recorded) and the state catches up.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from headwater import api
+from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UPSERT
+from headwater.pipelines.cdc.state import (
+    STATE_AT,
+    STATE_DELETED,
+    STATE_SEQ,
+    CdcResult,
+    CdcState,
+    append_state,
+    commit_target,
+    keys_equal,
+    merge_state,
+)
+from headwater.pipelines.define.auto_cdc import CdcPlan
+
+
+def sequence_in_target(plan: CdcPlan) -> str | None:
+    """The target's column telling how new each live key is, when it can: the target
+    keeps the sequence column, nulls are values (no ``ignore_null_updates``) and there are
+    no truncates (which need every live key's sequence in the state). The state then
+    holds tombstones only, appended."""
+    spec = plan.spec
+    if spec.ignore_null_updates or spec.apply_as_truncates:
+        return None
+    return plan.sequence_column
+
+
+def apply_scd1(
+    plan: CdcPlan,
+    state_table: CdcState,
+    target: api.Table,
+    app_id: str,
+    events: DataFrame,
+    batch_id: int,
+) -> CdcResult:
+    keys = list(plan.keys)
+    spec = plan.spec
+    in_target = sequence_in_target(plan)
+    state = state_table.rows()
+    if state is None:  # nothing known yet: every event is newer
+        prev, gone = F.lit(None).cast(plan.sequence_type), F.lit(None).cast("boolean")
+        events = events.select("*", prev.alias("__hw_prev"), gone.alias("__hw_gone"))
+    elif in_target:  # a key deleted in several batches has several: the newest counts
+        state = (
+            state.where(F.col(STATE_DELETED))
+            .groupBy(*keys)
+            .agg(F.max(STATE_SEQ).alias("__hw_prev"), F.lit(True).alias("__hw_gone"))
+        )
+    else:
+        state = state.select(
+            *keys, F.col(STATE_SEQ).alias("__hw_prev"), F.col(STATE_DELETED).alias("__hw_gone")
+        )
+    known = events if state is None else events.join(state, keys, "left")
+    newer = known.filter(F.col("__hw_prev").isNull() | (F.col(SEQ) > F.col("__hw_prev")))
+    data = [c for c in plan.columns if c not in keys]
+    order = F.struct(F.col(SEQ), F.col(OP))  # on a tie, a delete wins (as in SDP)
+    values: list[Column] = []
+    if spec.ignore_null_updates:  # each column's newest non-null value since a delete
+        by_key = Window.partitionBy(*keys)
+        last_delete = F.max(F.when(F.col(OP) == DELETE, F.col(SEQ))).over(by_key)
+        newer = newer.withColumn("__hw_last_delete", last_delete)
+        since = F.col("__hw_last_delete").isNull() | (F.col(SEQ) > F.col("__hw_last_delete"))
+        for c in data:
+            usable = (F.col(OP) == UPSERT) & F.col(f"`{c}`").isNotNull() & since
+            values.append(F.max_by(F.col(f"`{c}`"), F.when(usable, F.col(SEQ))).alias(c))
+    else:
+        values = [F.max_by(F.col(f"`{c}`"), order).alias(c) for c in data]
+    changes = (
+        newer.groupBy(*keys)
+        .agg(
+            *values,
+            F.max(SEQ).alias(SEQ),
+            F.max_by(F.col(OP), order).alias(OP),
+            # after a delete (in this batch or before), a null column is null, not "unchanged"
+            (
+                F.max(F.when(F.col(OP) == DELETE, F.lit(1))).isNotNull()
+                | F.coalesce(F.max(F.col("__hw_gone").cast("int")) == 1, F.lit(False))
+            ).alias("__hw_reset"),
+        )
+        .persist()
+    )
+    try:
+        newer_than = f" AND s.{SEQ} > t.`{in_target}`" if in_target else ""
+        clauses = [
+            api.Clause("matched", "delete", f"s.{OP} = {DELETE}{newer_than}"),
+            api.Clause(
+                "matched",
+                "update",
+                f"s.{OP} = {UPSERT}{newer_than}",
+                {f"`{c}`": updated(plan, c) for c in data},
+            ),
+            api.Clause(
+                "not_matched",
+                "insert",
+                f"s.{OP} = {UPSERT}",
+                {f"`{c}`": F.col(f"s.`{c}`") for c in plan.columns},
+            ),
+        ]
+        rows = changes.select(
+            *keys,
+            F.col(SEQ).alias(STATE_SEQ),
+            (F.col(OP) == DELETE).alias(STATE_DELETED),
+            F.when(F.col(OP) == DELETE, F.current_timestamp()).cast("timestamp").alias(STATE_AT),
+        )
+        txn = (app_id, batch_id)
+        result = commit_target(target, changes, txn, keys_equal(plan, "t", "s"), clauses)
+        if in_target:  # tombstones only, appended: each is newer than its key's before
+            append_state(state_table, rows.where(F.col(STATE_DELETED)), txn)
+        else:
+            upsert = [api.Clause("matched", "update"), api.Clause("not_matched", "insert")]
+            merge_state(state_table, rows, txn, upsert)
+        return result
+    finally:
+        changes.unpersist()
+
+
+def updated(plan: CdcPlan, column: str) -> Column:
+    """A matched key's new value of ``column``: with ``ignore_null_updates`` a null keeps
+    the target's value, unless the key was deleted since."""
+    if not plan.spec.ignore_null_updates:
+        return F.col(f"s.`{column}`")
+    return F.when(F.col("s.__hw_reset"), F.col(f"s.`{column}`")).otherwise(
+        F.coalesce(F.col(f"s.`{column}`"), F.col(f"t.`{column}`"))
+    )

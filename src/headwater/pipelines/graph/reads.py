@@ -1,0 +1,144 @@
+"""Reads of datasets by name while a definition runs: the pipeline's answer to
+``spark.table``, ``spark.readStream.table``, ``dlt.read*`` and ``spark.sql``.
+
+Installed through :mod:`headwater.adapter.resolution` for one evaluation of one flow. It
+turns a name as written (``x``, ``LIVE.x``, ``db.x``) into a dataset of the pipeline,
+records the read (the graph's edges come from these records, never from users), and asks
+its ``source`` callback for the rows: the graph's analysis answers with empty stand-ins of
+the right schema, the runner with the real tables. Names that are not the pipeline's go
+on to Spark as usual. SQL text is parsed by the pipeline's SQL front, its dataset reads
+(``STREAM(x)``, ``read_files``/``cloud_files``) become temporary views, and Spark runs
+the rewritten query.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from headwater.adapter.resolution import resolving
+from headwater.catalog.names import parse
+from headwater.errors import OptionError, PipelineDefinitionError
+from headwater.pipelines.define.elements import Origin
+from headwater.pipelines.sql_files.queries import FileSource, Reference, SqlQuery, parse_query
+from headwater.sql import functions
+from headwater.sql.functions import guess_format
+
+SQL_QUERY_STARTS = ("select", "with", "from", "values", "table", "(")
+
+
+@dataclass(frozen=True)
+class Names:
+    """Dataset names as the pipeline keys them: ``database.table``, lower case; the
+    ``LIVE.`` prefix only says "of this pipeline"."""
+
+    database: str | None
+
+    def key(self, name: str) -> str:
+        text = name.strip()
+        if text.lower().startswith("live."):
+            text = text[5:]
+        try:
+            parsed = parse(text)
+        except OptionError as e:
+            raise PipelineDefinitionError(f"[PIPELINE_INVALID_NAME] {e}") from None
+        explicit = "." in text.replace("`.`", ".")
+        if not explicit and self.database:
+            return f"{self.database.lower()}.{parsed.table}"
+        return str(parsed)
+
+
+Source = Callable[["PipelineReads", str, bool, Mapping[str, str]], DataFrame]
+
+
+@dataclass
+class PipelineReads:
+    """One evaluation's reads. ``source(reads, key, streaming)`` gives the rows of a
+    dataset; ``schema_root(i)`` the state folder of the i-th Auto Loader source."""
+
+    spark: SparkSession
+    names: Names
+    datasets: set[str]
+    source: Source
+    origin: Origin
+    schema_root: Callable[[int], str | None]
+    file_column: str | None = None  # headwater.fileMetadataColumn for Auto Loader reads
+    reads: list[tuple[str, bool]] = field(default_factory=list)
+    views: list[str] = field(default_factory=list)
+    sources_seen: int = 0
+
+    def table(
+        self, name: str, streaming: bool, options: Mapping[str, str] | None = None
+    ) -> DataFrame | None:
+        key = self.names.key(name)
+        if key not in self.datasets:
+            if name.strip().lower().startswith("live."):
+                raise PipelineDefinitionError(
+                    f"[PIPELINE_UNDEFINED_DATASET] '{name}' is read here but no dataset of "
+                    "this pipeline has that name. Define it, or drop the LIVE. prefix to read "
+                    "a table outside the pipeline.",
+                    self.origin.file,
+                    self.origin.line,
+                )
+            return None
+        if (key, streaming) not in self.reads:
+            self.reads.append((key, streaming))
+        return self.source(self, key, streaming, options or {})
+
+    def schema_location(self) -> str | None:
+        location = self.schema_root(self.sources_seen)
+        self.sources_seen += 1
+        return location
+
+    def file_metadata_column(self) -> str | None:
+        return self.file_column
+
+    def sql(self, text: str) -> DataFrame | None:
+        if not text.lstrip().lower().startswith(SQL_QUERY_STARTS):
+            return None
+        query = parse_query(text, self.origin.file, self.origin.line or 1)
+        return self.run_query(query)
+
+    def run_query(self, query: SqlQuery) -> DataFrame:
+        names: dict[Reference | FileSource, str] = {}
+        for ref in query.references:
+            df = self.table(f"LIVE.{ref.name}" if ref.live else ref.name, ref.streaming)
+            if df is not None:
+                names[ref] = self.view_of(df)
+        for src in query.file_sources:
+            names[src] = self.view_of(self.read_files(src))
+        with resolving(None):
+            return self.spark.sql(query.render(names, self.names.database))
+
+    def read_files(self, src: FileSource) -> DataFrame:
+        """``read_files``/``cloud_files``: Auto Loader under ``STREAM`` (its options may be
+        written without the ``cloudFiles.`` prefix), else a batch read. ``read_files``
+        has the known platform's defaults (:mod:`headwater.sql.functions`); the older
+        ``cloud_files`` keeps Auto Loader's (strings unless ``inferColumnTypes``)."""
+        fmt = src.format or guess_format(src.path)
+        if fmt is None:
+            raise PipelineDefinitionError(
+                f"[PIPELINE_READ_FILES_FORMAT] {src.function}('{src.path}'): give the "
+                "format (format => 'json').",
+                self.origin.file,
+                self.origin.line,
+            )
+        options = {"format": fmt, **dict(src.options)}
+        if not src.streaming:
+            return functions.read_files(self.spark, src.path, **options)
+        infer = src.function == "read_files"
+        return functions.read_files_stream(self.spark, src.path, options, infer_types=infer)
+
+    def view_of(self, df: DataFrame) -> str:
+        name = f"__headwater_read_{uuid.uuid4().hex[:12]}"
+        df.createOrReplaceTempView(name)
+        self.views.append(name)
+        return name
+
+    def drop_views(self) -> None:
+        for name in self.views:
+            self.spark.catalog.dropTempView(name)
+        self.views.clear()

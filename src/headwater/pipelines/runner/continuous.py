@@ -1,0 +1,95 @@
+"""Continuous updates: streams keep running, materialized views follow their inputs.
+
+Every selected stream starts at once with a processing-time trigger (its upstream tables
+were created when the update set up its tables, so a stream never waits for another to
+start); once flows run a single time. Every interval the latest version of each
+materialized view's inputs is read from their logs; a view whose inputs moved is
+recomputed, one at a time, never while it is already being recomputed. The update ends
+when ``stop`` is set (Ctrl-C or SIGTERM in the CLI): each stream stops after its current
+micro-batch (a batch is one Delta commit, so stopping loses nothing), and the event log
+is flushed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Protocol
+
+from pyspark.sql import SparkSession
+
+from headwater import api
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
+from headwater.pipelines.runner.event_log import EventLog
+from headwater.pipelines.runner.flows import FlowRun
+
+
+class Update(Protocol):
+    """What of :class:`headwater.pipelines.runner.update.Update` a continuous run uses."""
+
+    spark: SparkSession
+    options: Any
+    stop: threading.Event
+    log: EventLog
+    runs: dict[str, FlowRun]
+
+    def run_flow(
+        self, graph: Graph, af: AnalysedFlow, trigger: dict[str, Any] | None = None
+    ) -> None: ...
+
+
+FLUSH_EVERY_S = 10.0
+
+
+def interval_seconds(text: str) -> float:
+    """``"5 seconds"``, ``"1 minute"``, ``"500 ms"`` or a number of seconds."""
+    parts = text.strip().lower().split()
+    value = float(parts[0])
+    unit = parts[1] if len(parts) > 1 else "seconds"
+    scale = {"ms": 0.001, "millisecond": 0.001, "second": 1.0, "minute": 60.0, "hour": 3600.0}
+    for name, factor in scale.items():
+        if unit.startswith(name):
+            return value * factor
+    raise ValueError(f"Unknown interval unit in '{text}'.")
+
+
+def run_continuous(update: Update, graph: Graph, to_run: list[AnalysedFlow]) -> None:
+    interval = update.options.trigger_interval
+    trigger = {"processingTime": interval}
+    threads = []
+    for af in to_run:
+        if af.streaming or af.flow.once:
+            t = threading.Thread(
+                target=update.run_flow,
+                args=(graph, af, None if af.flow.once else trigger),
+                name=f"flow-{af.flow.name}",
+                daemon=True,
+            )
+            t.start()
+            threads.append(t)
+    views = [af for af in to_run if not af.streaming and not af.flow.once]
+    seen: dict[str, tuple[int, ...]] = {}
+    period = interval_seconds(interval)
+    flushed = time.monotonic()
+    while not update.stop.is_set():
+        for af in views:
+            inputs = sorted(graph.upstream(af))
+            versions = tuple(_version(update, key) for key in inputs)
+            if seen.get(af.flow.name) != versions:
+                update.run_flow(graph, af)
+                seen[af.flow.name] = versions
+        if time.monotonic() - flushed > FLUSH_EVERY_S:
+            update.log.flush()
+            flushed = time.monotonic()
+        update.stop.wait(period)
+    for t in threads:
+        t.join()
+    for af in views:
+        if update.runs[af.flow.name].status not in ("FAILED",):
+            update.runs[af.flow.name].status = "STOPPED"
+
+
+def _version(update: Update, key: str) -> int:
+    table = api.table(update.spark, key)
+    return DeltaLog(table.location).latest_version() if table.exists() else -1

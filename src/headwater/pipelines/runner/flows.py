@@ -1,0 +1,383 @@
+"""Running one flow of an update: a stream into its table, a materialized view's
+recomputation, a one-time backfill, or a stream into a sink.
+
+Every write goes through the typed API (:mod:`headwater.api`), so each lands as Delta
+commits on the one commit path. Exactly once, per flow: a stream keeps its own checkpoint
+(and so its own Delta transaction id); a once flow writes under a transaction id that
+names the flow and its target's refresh epoch, so a rerun after a crash is skipped by
+Delta itself; a materialized view is one overwrite commit.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from headwater import api
+from headwater.autoloader import backlog
+from headwater.delta.options import WriteSpec
+from headwater.delta.write.batch import WriteResult
+from headwater.delta.write.sink import DeltaStreamSink
+from headwater.pipelines.cdc.apply import CdcApplier
+from headwater.pipelines.cdc.snapshots import SnapshotApplier
+from headwater.pipelines.define.auto_cdc import resolve, tombstone_seconds
+from headwater.pipelines.define.elements import Dataset
+from headwater.pipelines.graph.analysis import AnalysedFlow
+from headwater.pipelines.layout.folders import Layout
+from headwater.pipelines.runner.expectations import Quality, Rules
+from headwater.pipelines.runner.interrupt import BatchGate, stopped_by_request
+
+Write = Callable[[DataFrame], WriteResult | None]
+
+
+class SchemaChanged(RuntimeError):
+    """Auto Loader stopped the stream for new columns: start it again (as the known
+    system restarts such flows), it then reads with the evolved schema."""
+
+
+@dataclass
+class FlowRun:
+    """What one flow did in an update."""
+
+    name: str
+    target: str
+    status: str = "QUEUED"
+    num_output_rows: int = 0
+    num_input_rows: int | None = None  # known for streams (from their progress)
+    batches: int = 0
+    seconds: float = 0.0
+    error: BaseException | None = None
+    query: StreamingQuery | None = field(default=None, repr=False)
+    counts_writes: bool = False  # rows counted as batches commit (else from progress)
+    quality: dict[str, Quality] = field(default_factory=dict)  # per dataset checked
+    streamed_quality: dict[str, Quality] = field(default_factory=dict)  # by observed name
+    observed_batches: set[int] = field(default_factory=set)
+    after_commit: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    sources: list[str] = field(default_factory=list)  # Auto Loader state of its sources
+    changes: dict[str, int] | None = None  # AUTO CDC: num_upserted_rows, num_deleted_rows
+    gate: BatchGate | None = field(default=None, repr=False)  # stops its stream between batches
+    stopped: bool = False  # its stream was stopped before it had drained
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"num_output_rows": self.num_output_rows}
+        if self.changes is not None:
+            found.update(self.changes)
+        if self.num_input_rows is not None:
+            found["num_input_rows"] = self.num_input_rows
+        waiting = [b for b in map(backlog, self.sources) if b is not None]
+        if waiting:
+            found["backlog_files"] = sum(files for files, _ in waiting)
+            found["backlog_bytes"] = sum(size for _, size in waiting)
+        return found
+
+    @property
+    def data_quality(self) -> dict[str, Any] | None:
+        """``flow_progress.data_quality``: the target's expectations and those of the
+        views the flow read; None when no dataset it touched has expectations."""
+        if not self.quality:
+            return None
+        events = [q.as_event() for q in self.quality.values()]
+        return {
+            "dropped_records": sum(e["dropped_records"] for e in events),
+            "quarantined_records": sum(e["quarantined_records"] for e in events),
+            "expectations": [x for e in events for x in e["expectations"]],
+        }
+
+    def checks(self, dataset: str, rules: Rules) -> Quality:
+        """The metrics of ``rules`` in this run (one accumulator per dataset)."""
+        return self.quality.setdefault(dataset, rules.quality())
+
+
+def table_spec(dataset: Dataset, mode: str, **extra: Any) -> WriteSpec:
+    return WriteSpec(
+        mode=mode,  # type: ignore[arg-type]
+        merge_schema=mode == "append",
+        overwrite_schema=mode == "overwrite",
+        partition_by=tuple(dataset.partition_cols),
+        cluster_by=tuple(dataset.cluster_by) or None,
+        configuration=dict(dataset.table_properties) or None,
+        description=dataset.comment,
+        **extra,
+    )
+
+
+def write_checked(
+    df: DataFrame, rules: Rules, quality: Quality | None, write: Write, quarantine: Write | None
+) -> WriteResult | None:
+    """Write ``df``'s rows that pass ``rules`` with ``write`` (and those a quarantine rule
+    diverts with ``quarantine``, first), counting into ``quality`` once ``write`` commits.
+
+    Quarantined rows are written first: after a crash between the two commits, the batch
+    runs again, the quarantine write is skipped by its transaction id and the dataset's
+    write completes, so each row lands once in one of the two tables. The input is cached
+    for the two writes; the counts come from whichever write reads it first."""
+    if not rules:
+        return write(df)
+    observation = Observation()
+    source = df.persist() if quarantine is not None and rules.quarantines else df
+    try:
+        checked = rules.check(source, observation, count_outcomes=False)
+        if quarantine is not None and checked.quarantined is not None:
+            quarantine(checked.quarantined)
+        result = write(checked.passed)
+        if quality is not None and result is not None and result.version is not None:
+            quality.add(observation.get, result.num_rows)
+        return result
+    finally:
+        if source is not df:
+            source.unpersist()
+
+
+def check_view(df: DataFrame, rules: Rules, run: FlowRun) -> DataFrame:
+    """The rows of a view with expectations, as the flow reading it sees them: checked
+    inside that flow's query. A stream's counts arrive with its progress (as observed
+    metrics); a batch's once the flow's write has committed."""
+    quality = run.checks(rules.dataset, rules)
+    if df.isStreaming:
+        name = f"headwater_quality_{uuid.uuid4().hex[:12]}"
+        run.streamed_quality[name] = quality
+        return rules.check(df, name).passed
+    observation = Observation()
+    run.after_commit.append(lambda: quality.add(observation.get))
+    return rules.check(df, observation).passed
+
+
+def quarantine_spec(mode: str, **extra: Any) -> WriteSpec:
+    return WriteSpec(mode=mode, merge_schema=mode == "append", **extra)  # type: ignore[arg-type]
+
+
+def start_stream(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    layout: Layout,
+    trigger: Mapping[str, str | bool],
+    query_name: str,
+    run: FlowRun,
+    rules: Rules,
+    quarantine: str | None = None,
+) -> StreamingQuery:
+    """Start ``df`` streaming into the flow's table or sink, with the flow's checkpoint;
+    ``run`` counts the rows each committed micro-batch wrote, and the checks of ``rules``
+    (rows breaking quarantine rules go to the table ``quarantine``)."""
+    checkpoint = layout.checkpoint(af.flow.name)
+    gate = run.gate.wrap if run.gate is not None else _ungated
+    if dataset.kind == "sink":
+        writer = df.writeStream.format(dataset.format or "delta").options(**dataset.options)
+        writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
+        return writer.trigger(**trigger).start()  # type: ignore[arg-type]
+    run.counts_writes = True
+
+    def committed(result: WriteResult) -> None:
+        run.num_output_rows += result.num_rows
+        run.batches += 1
+
+    quality = run.checks(af.target, rules) if rules else None
+    aside = (
+        api.table(spark, quarantine).sink(checkpoint, spec=quarantine_spec("append"))
+        if quarantine
+        else None
+    )
+
+    def checked(sink: DeltaStreamSink) -> api.BatchFunction:
+        def batch(df: DataFrame, batch_id: int) -> None:
+            write_checked(
+                df,
+                rules,
+                quality,
+                lambda passed: sink.commit(passed, batch_id),
+                (lambda rows: aside.commit(rows, batch_id)) if aside else None,
+            )
+
+        return batch
+
+    table = api.table(spark, af.target)
+    return table.start_stream(
+        df,
+        checkpoint=checkpoint,
+        spec=table_spec(dataset, "append"),
+        trigger=trigger,
+        query_name=query_name,
+        on_commit=committed,
+        wrap=lambda sink: gate(checked(sink) if rules else sink),
+    )
+
+
+def apply_changes(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    layout: Layout,
+    trigger: Mapping[str, str | bool],
+    query_name: str,
+    run: FlowRun,
+    app_id: str,
+) -> StreamingQuery | None:
+    """Run an AUTO CDC flow: snapshots are applied now (None); change events stream (the
+    query). ``app_id`` makes each batch's commits idempotent."""
+    spec = af.flow.auto_cdc
+    assert spec is not None
+    if spec.from_snapshot:
+        apply_snapshots(spark, af, df, layout, run, app_id)
+        return None
+    # Each micro-batch of change events is applied by one MERGE (:mod:`.apply`), once.
+    plan = resolve(spark, spec, df.schema, af.flow.origin)
+    target = api.table(spark, af.target)
+    state = layout.cdc_state(af.flow.name)
+    retention = tombstone_seconds(dataset.table_properties)
+    applier = CdcApplier(spark, plan, target, state, app_id, retention)
+    applier.prepare()
+    run.counts_writes = True
+    run.changes = {"num_upserted_rows": 0, "num_deleted_rows": 0}
+
+    def batch(events: DataFrame, batch_id: int) -> None:
+        result = applier.apply(events, batch_id)
+        if result.committed and run.changes is not None:
+            run.changes["num_upserted_rows"] += result.upserted
+            run.changes["num_deleted_rows"] += result.deleted
+            run.num_output_rows += result.upserted + result.deleted
+            run.batches += 1
+
+    gate = run.gate.wrap if run.gate is not None else _ungated
+    return api.start_foreach_batch(
+        df, gate(batch), layout.checkpoint(af.flow.name), trigger=trigger, query_name=query_name
+    )
+
+
+def apply_snapshots(
+    spark: SparkSession, af: AnalysedFlow, df: DataFrame, layout: Layout, run: FlowRun, app_id: str
+) -> None:
+    """Apply the new snapshots of an AUTO CDC from-snapshot flow (``df``: the source
+    table's rows, or the function's first snapshot, for its columns)."""
+    spec = af.flow.auto_cdc
+    assert spec is not None
+    applier = SnapshotApplier(
+        spark, spec, df, api.table(spark, af.target), layout, af.flow.name, app_id, af.flow.origin
+    )
+    results = applier.run(spec.snapshot_function or df)
+    upserted = sum(r.upserted for r in results if r.committed)
+    deleted = sum(r.deleted for r in results if r.committed)
+    run.changes = {"num_upserted_rows": upserted, "num_deleted_rows": deleted}
+    run.num_output_rows = upserted + deleted
+    run.batches = len(results)
+
+
+def await_stream(
+    query: StreamingQuery,
+    run: FlowRun,
+    stop: threading.Event,
+    on_batch: Callable[[FlowRun], None] | None = None,
+) -> None:
+    """Wait for the query to end (``availableNow``: when it has drained; otherwise when
+    ``stop`` is set: then it ends between two batches, see :mod:`.interrupt`),
+    counting its rows as batches complete."""
+    seen = 0
+    while not query.awaitTermination(0.5):  # type: ignore[arg-type]
+        batches = run.batches
+        seen = _count(query, run, seen)
+        if on_batch is not None and run.batches != batches:
+            on_batch(run)
+        if stop.is_set():
+            run.stopped = True
+            if run.gate is not None:
+                run.gate.stop(query)
+            else:
+                query.stop()
+    _count(query, run, seen)
+    error = query.exception()
+    if error is not None:
+        text = f"{error.desc if hasattr(error, 'desc') else error}"
+        if stop.is_set() and stopped_by_request(text):
+            run.stopped = True
+            return
+        if "UNKNOWN_FIELD_EXCEPTION" in text:
+            raise SchemaChanged(text)
+        raise RuntimeError(text)
+
+
+def _ungated(function: api.BatchFunction) -> api.BatchFunction:
+    return function
+
+
+def _count(query: StreamingQuery, run: FlowRun, seen: int) -> int:
+    """Add the rows of batches after ``seen`` (the next batch id not counted yet), for
+    streams whose writes are not counted as they commit (sinks)."""
+    new = [p for p in query.recentProgress if p.get("batchId", -1) >= seen]
+    for p in new:
+        observed = p.get("observedMetrics") or {}
+        if run.streamed_quality and p["batchId"] not in run.observed_batches and observed:
+            run.observed_batches.add(p["batchId"])
+            for name, quality in run.streamed_quality.items():
+                row = observed.get(name)
+                if row is not None:
+                    quality.add(row.asDict() if hasattr(row, "asDict") else dict(row))
+    read = sum(int(p.get("numInputRows") or 0) for p in new)
+    run.num_input_rows = (run.num_input_rows or 0) + read
+    if not run.counts_writes:
+        run.num_output_rows += read
+        run.batches += len({p["batchId"] for p in new if p.get("numInputRows")})
+    return max([seen - 1, *[int(p["batchId"]) for p in new]]) + 1
+
+
+def refresh_view(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    run: FlowRun,
+    rules: Rules,
+    quarantine: str | None = None,
+) -> WriteResult | None:
+    """Recompute a materialized view: its query's rows (those passing its rules) replace
+    the table's in one commit; its quarantine table is replaced likewise, first."""
+    table = api.table(spark, af.target)
+    aside = api.table(spark, quarantine) if quarantine else None
+    result = write_checked(
+        df,
+        rules,
+        run.checks(af.target, rules) if rules else None,
+        lambda rows: table.write(rows, table_spec(dataset, "overwrite")),
+        (lambda rows: aside.write(rows, quarantine_spec("overwrite"))) if aside else None,
+    )
+    return result
+
+
+def append_once(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    app_id: str,
+    run: FlowRun,
+    rules: Rules,
+    quarantine: str | None = None,
+) -> WriteResult | None:
+    """A one-time backfill: appended under ``(app_id, 0)``, skipped if already there (its
+    quarantined rows likewise, in the quarantine table)."""
+    table = api.table(spark, af.target)
+    aside = api.table(spark, quarantine) if quarantine else None
+    spec = table_spec(dataset, "append", txn=(app_id, 0))
+    result = write_checked(
+        df,
+        rules,
+        run.checks(af.target, rules) if rules else None,
+        lambda rows: table.write(rows, spec),
+        (lambda rows: aside.write(rows, quarantine_spec("append", txn=(app_id, 0))))
+        if aside
+        else None,
+    )
+    return result
+
+
+def elapsed(start: float) -> float:
+    return round(time.monotonic() - start, 3)
