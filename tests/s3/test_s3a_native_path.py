@@ -16,7 +16,7 @@ CHILD = textwrap.dedent(
     """
     import json, sys, headwater
     from headwater import storage
-    from headwater.delta import io_choice
+    from headwater.delta.files import io_choice
     from headwater.delta.tables import DeltaTable
     conf, root = json.loads(sys.argv[1]), sys.argv[2]
     spark = headwater.session(master="local[2]", warehouse=sys.argv[3], conf=conf)
