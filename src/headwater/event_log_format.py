@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from pyspark.sql.types import (
@@ -35,8 +36,36 @@ from headwater import storage
 # Where under a pipeline's storage folder the event log lives.
 FOLDER = ("system", "events")
 
+
+class FlowStatus(str, Enum):
+    """A flow's state in an update, as ``flow_progress.status`` spells it. A ``str``: each
+    member equals, hashes, JSON-encodes and formats as its bare name, so the event log's
+    rows and every message read as they did when states were bare strings, and readers
+    compare the plain strings a table gives back with these members. ``__str__`` and
+    ``__format__`` are explicit because Python 3.11 and 3.12 changed how a mixed-in Enum
+    formats."""
+
+    QUEUED = "QUEUED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    RETRYING = "RETRYING"  # failed; tried again after a pause
+    RESTARTING = "RESTARTING"  # its stream stopped for new columns; started again
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"  # a flow it waits for failed, was skipped or stopped
+    STOPPED = "STOPPED"  # the update was asked to stop
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, format_spec: str) -> str:
+        return format(self.value, format_spec)
+
+
 # States after which a flow's counts, or an update, are final.
-FINAL_FLOW_STATES = frozenset({"COMPLETED", "FAILED", "SKIPPED", "STOPPED"})
+FINAL_FLOW_STATES = frozenset(
+    {FlowStatus.COMPLETED, FlowStatus.FAILED, FlowStatus.SKIPPED, FlowStatus.STOPPED}
+)
 FINAL_UPDATE_STATES = frozenset({"COMPLETED", "FAILED", "CANCELED"})
 
 ORIGIN = StructType(

@@ -25,11 +25,14 @@ from headwater.event_log_format import (
     FINAL_FLOW_STATES,
     FINAL_UPDATE_STATES,
     DataQuality,
+    FlowStatus,
     parse_details,
 )
 
 EXTERNAL = "EXTERNAL"
 """The kind of a dataset flows read but no flow of the pipeline writes."""
+BEGUN = (FlowStatus.STARTING, FlowStatus.RUNNING)
+"""The states whose first event marks when a flow began (for its duration)."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ class UpdateSummary:
 
     @property
     def failed_flows(self) -> tuple[FlowState, ...]:
-        return tuple(f for f in self.flows if f.status == "FAILED")
+        return tuple(f for f in self.flows if f.status == FlowStatus.FAILED)
 
     @property
     def failed(self) -> bool:
@@ -384,14 +387,14 @@ def _flow(name: str, definition: _Event | None, events: Sequence[_Event]) -> Flo
     seconds = _float(last.details.get("duration_seconds")) if last else None
     if seconds is None and last is not None and last.ts is not None:
         began = next(
-            (e.ts for e in events if e.details.get("status") in ("STARTING", "RUNNING") and e.ts),
+            (e.ts for e in events if e.details.get("status") in BEGUN and e.ts),
             None,
         )
         began = began or next((e.ts for e in events if e.ts), None)
         seconds = (last.ts - began).total_seconds() if began else None
     status = str(last.details.get("status")) if last and last.details.get("status") else None
     error = None
-    if last is not None and status == "FAILED":
+    if last is not None and status == FlowStatus.FAILED:
         error = last.error or last.message or "The flow failed (the event gives no message)."
     return FlowState(
         name=name,

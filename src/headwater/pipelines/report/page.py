@@ -26,7 +26,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from headwater import storage as fs
 from headwater.errors import PipelineError
-from headwater.event_log_format import FOLDER
+from headwater.event_log_format import FOLDER, FlowStatus
 from headwater.pipelines.layout.folders import Layout
 from headwater.pipelines.report.model import (
     DatasetQuality,
@@ -161,11 +161,11 @@ def _graph(report: PipelineReport) -> str:
             f"this is the graph of update {_code(u.id[:8])}, started {_e(_when(u.start))}.</p>"
         )
     legend_items = [
-        ("COMPLETED", "completed"),
-        ("FAILED", "failed"),
-        ("SKIPPED", "skipped / stopped"),
-        ("RETRYING", "retrying"),
-        ("RUNNING", "queued / running"),
+        (FlowStatus.COMPLETED, "completed"),
+        (FlowStatus.FAILED, "failed"),
+        (FlowStatus.SKIPPED, "skipped / stopped"),
+        (FlowStatus.RETRYING, "retrying"),
+        (FlowStatus.RUNNING, "queued / running"),
     ]
     legend = "".join(
         f'<span><i style="background:{STATUS_COLOURS[s]}"></i>{label}</span>'
@@ -198,7 +198,7 @@ def _failures(report: PipelineReport) -> str:
     items = []
     for f in shown.failed_flows:
         items.append(
-            f'<article class="failure"><h3>{_badge("FAILED")} flow {_code(f.name)} into '
+            f'<article class="failure"><h3>{_badge(FlowStatus.FAILED)} flow {_code(f.name)} into '
             f"{_code(f.output)}</h3>"
             + (f'<p class="muted">Defined at {_code(f.source)}</p>' if f.source else "")
             + f"<pre>{_e(f.error or '')}</pre></article>"

@@ -14,6 +14,7 @@ import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from headwater.event_log_format import FlowStatus
 from headwater.pipelines.report.model import FlowState, UpdateSummary
 
 NODE_W = 252
@@ -33,24 +34,34 @@ KIND_LABELS = {
     "EXTERNAL": "external source",
     "FLOW": "flow",
 }
-STATUS_COLOURS = {
-    "COMPLETED": "#1a7f37",
-    "FAILED": "#cf222e",
-    "SKIPPED": "#8c959f",
-    "STOPPED": "#8c959f",
+# A flow's states, and an update's (CANCELED, INITIALIZING, SETTING_UP_TABLES).
+STATUS_COLOURS: dict[str, str] = {
+    FlowStatus.COMPLETED: "#1a7f37",
+    FlowStatus.FAILED: "#cf222e",
+    FlowStatus.SKIPPED: "#8c959f",
+    FlowStatus.STOPPED: "#8c959f",
     "CANCELED": "#8c959f",
-    "RETRYING": "#bf8700",
-    "RESTARTING": "#bf8700",
-    "RUNNING": "#0969da",
-    "STARTING": "#0969da",
-    "QUEUED": "#0969da",
+    FlowStatus.RETRYING: "#bf8700",
+    FlowStatus.RESTARTING: "#bf8700",
+    FlowStatus.RUNNING: "#0969da",
+    FlowStatus.STARTING: "#0969da",
+    FlowStatus.QUEUED: "#0969da",
     "INITIALIZING": "#0969da",
     "SETTING_UP_TABLES": "#0969da",
 }
 NEUTRAL = "#57606a"
 # worst first: a dataset fed by several flows shows the worst of their states
-SEVERITY = ["FAILED", "RETRYING", "RESTARTING", "STOPPED", "RUNNING", "STARTING", "QUEUED"]
-SEVERITY += ["COMPLETED", "SKIPPED"]
+SEVERITY: list[str] = [
+    FlowStatus.FAILED,
+    FlowStatus.RETRYING,
+    FlowStatus.RESTARTING,
+    FlowStatus.STOPPED,
+    FlowStatus.RUNNING,
+    FlowStatus.STARTING,
+    FlowStatus.QUEUED,
+    FlowStatus.COMPLETED,
+    FlowStatus.SKIPPED,
+]
 
 
 @dataclass(frozen=True)
@@ -324,7 +335,7 @@ def _node(p: Placed, *, dry: bool) -> str:
     flow = n.kind == "FLOW"
     external = n.kind == "EXTERNAL"
     dash = ' stroke-dasharray="5 3"' if external or n.kind == "TEMPORARY_VIEW" else ""
-    fill = "#f6f8fa" if external else ("#fff5f5" if n.status == "FAILED" else "#ffffff")
+    fill = "#f6f8fa" if external else ("#fff5f5" if n.status == FlowStatus.FAILED else "#ffffff")
     radius = 22 if flow else 6
     x, y = p.x, p.y
     if n.status:

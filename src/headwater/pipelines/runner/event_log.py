@@ -21,7 +21,13 @@ from pyspark.sql import SparkSession
 
 from headwater import api
 from headwater.delta.options import WriteSpec
-from headwater.event_log_format import SCHEMA, DataQuality, FlowProgress, details_json
+from headwater.event_log_format import (
+    SCHEMA,
+    DataQuality,
+    FlowProgress,
+    FlowStatus,
+    details_json,
+)
 
 Level = Literal["INFO", "WARN", "ERROR", "METRICS"]
 
@@ -140,7 +146,7 @@ class EventLog:
         self,
         flow: str,
         dataset: str,
-        status: str,
+        status: FlowStatus,
         metrics: Mapping[str, Any] | None = None,
         data_quality: DataQuality | Mapping[str, Any] | None = None,
         error: BaseException | None = None,

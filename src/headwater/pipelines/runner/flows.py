@@ -25,6 +25,7 @@ from headwater.autoloader import backlog
 from headwater.delta.options import WriteSpec
 from headwater.delta.write.batch import WriteResult
 from headwater.delta.write.sink import DeltaStreamSink
+from headwater.event_log_format import FlowStatus
 from headwater.pipelines.cdc.apply import CdcApplier
 from headwater.pipelines.cdc.snapshots import SnapshotApplier
 from headwater.pipelines.define.auto_cdc import resolve, tombstone_seconds
@@ -48,7 +49,7 @@ class FlowRun:
 
     name: str
     target: str
-    status: str = "QUEUED"
+    status: FlowStatus = FlowStatus.QUEUED
     num_output_rows: int = 0
     num_input_rows: int | None = None  # known for streams (from their progress)
     batches: int = 0

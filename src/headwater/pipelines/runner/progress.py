@@ -9,11 +9,19 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from headwater.event_log_format import DataQuality, FlowProgress
+from headwater.event_log_format import DataQuality, FlowProgress, FlowStatus
 from headwater.pipelines.runner.event_log import Event
 from headwater.pipelines.runner.update import UpdateResult
 
-SHOWN = {"QUEUED", "STARTING", "COMPLETED", "FAILED", "SKIPPED", "STOPPED", "RETRYING"}
+SHOWN = {
+    FlowStatus.QUEUED,
+    FlowStatus.STARTING,
+    FlowStatus.COMPLETED,
+    FlowStatus.FAILED,
+    FlowStatus.SKIPPED,
+    FlowStatus.STOPPED,
+    FlowStatus.RETRYING,
+}
 
 
 class Printer:
@@ -27,13 +35,13 @@ class Printer:
             progress = FlowProgress.from_json(event.details)
             status = progress.status
             rows = progress.metric("num_output_rows")
-            if status == "RUNNING" and rows is None:
+            if status == FlowStatus.RUNNING and rows is None:
                 return
-            if status not in SHOWN and status != "RUNNING":
+            if status not in SHOWN and status != FlowStatus.RUNNING:
                 return
             tail = f"  {rows:,} rows" if rows is not None else ""
             waiting = progress.metric("backlog_files")
-            if waiting and status == "RUNNING":
+            if waiting and status == FlowStatus.RUNNING:
                 tail += f", {waiting:,} files waiting"
             quality = progress.data_quality or DataQuality()
             if quality.dropped_records:

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from headwater import api, storage
 from headwater.errors import ExpectationViolationError, PipelineDefinitionError
+from headwater.event_log_format import FlowStatus
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.define.loader import load
 from headwater.pipelines.define.registry import Registry
@@ -44,6 +45,8 @@ from headwater.pipelines.runner.interrupt import BatchGate
 
 RESET_ALLOWED = "pipelines.reset.allowed"
 SCHEMA_RESTARTS = 10  # restarts of a stream Auto Loader stopped for new columns
+# States of a flow after which the flows that wait for it are skipped.
+SKIPS_DOWNSTREAM = (FlowStatus.FAILED, FlowStatus.SKIPPED, FlowStatus.STOPPED)
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ class UpdateResult:
         return self.state == "COMPLETED"
 
     def failed(self) -> list[FlowRun]:
-        return [r for r in self.flows.values() if r.status == "FAILED"]
+        return [r for r in self.flows.values() if r.status == FlowStatus.FAILED]
 
 
 def event_log_name(spec: PipelineSpec) -> str:
@@ -168,9 +171,8 @@ class Update:
             else:
                 self._run_triggered(graph, to_run)
         finally:
-            state = (
-                "FAILED" if any(r.status == "FAILED" for r in self.runs.values()) else "COMPLETED"
-            )
+            failed = any(r.status == FlowStatus.FAILED for r in self.runs.values())
+            state = "FAILED" if failed else "COMPLETED"
             if self.stop.is_set() and not o.continuous:
                 state = "CANCELED"
             self.log.update_progress(state)
@@ -346,16 +348,16 @@ class Update:
         pending = {af.flow.name: af for af in to_run}
         running: dict[Future[None], str] = {}
         for name in pending:
-            self.log.flow_progress(name, pending[name].target, "QUEUED")
+            self.log.flow_progress(name, pending[name].target, FlowStatus.QUEUED)
         with ThreadPoolExecutor(max(1, self.options.max_concurrent_flows)) as pool:
             while pending or running:
                 for name, af in list(pending.items()):
                     statuses = [self.runs[d].status for d in deps[name]]
                     if self.stop.is_set():
-                        self._finish(af, "STOPPED")
-                    elif any(s in ("FAILED", "SKIPPED", "STOPPED") for s in statuses):
-                        self._finish(af, "SKIPPED")
-                    elif all(s == "COMPLETED" for s in statuses):
+                        self._finish(af, FlowStatus.STOPPED)
+                    elif any(s in SKIPS_DOWNSTREAM for s in statuses):
+                        self._finish(af, FlowStatus.SKIPPED)
+                    elif all(s == FlowStatus.COMPLETED for s in statuses):
                         running[pool.submit(self.run_flow, graph, af)] = name
                     else:
                         continue
@@ -366,7 +368,7 @@ class Update:
                         running.pop(future)
                         future.result()
 
-    def _finish(self, af: AnalysedFlow, status: str) -> None:
+    def _finish(self, af: AnalysedFlow, status: FlowStatus) -> None:
         self.runs[af.flow.name].status = status
         self.log.flow_progress(af.flow.name, af.target, status)
 
@@ -385,7 +387,7 @@ class Update:
             try:
                 self._attempt(graph, af, run, trigger or {"availableNow": True})
                 stopped = self.stop.is_set() and (trigger is not None or run.stopped)
-                run.status = "STOPPED" if stopped else "COMPLETED"
+                run.status = FlowStatus.STOPPED if stopped else FlowStatus.COMPLETED
                 run.error = None
                 break
             except Exception as e:  # the flow fails; the update goes on
@@ -393,10 +395,10 @@ class Update:
                 again = not isinstance(e, ExpectationViolationError) and not self.stop.is_set()
                 if attempt < run_retry.retries(e, self.options.max_retries) and again:
                     attempt += 1
-                    self.log.flow_progress(af.flow.name, af.target, "RETRYING", error=e)
+                    self.log.flow_progress(af.flow.name, af.target, FlowStatus.RETRYING, error=e)
                     if not self.stop.wait(run_retry.pause(e, attempt)):
                         continue
-                run.status = "FAILED"
+                run.status = FlowStatus.FAILED
                 break
         run.seconds = flow_runs.elapsed(start)
         self.log.flow_progress(
@@ -415,10 +417,10 @@ class Update:
         flow = af.flow
         once_key = f"{af.flow.name}@{self.layout.read_state('epochs').get(af.target, 0)}"
         if flow.once and self.layout.read_state("once").get(once_key):
-            run.status = "COMPLETED"
+            run.status = FlowStatus.COMPLETED
             return
-        run.status = "STARTING"
-        self.log.flow_progress(flow.name, af.target, "STARTING")
+        run.status = FlowStatus.STARTING
+        self.log.flow_progress(flow.name, af.target, FlowStatus.STARTING)
         for key, value in flow.spark_conf.items():
             self.spark.conf.set(key, value)
         for restart in range(SCHEMA_RESTARTS + 1):
@@ -428,7 +430,7 @@ class Update:
             except flow_runs.SchemaChanged as e:
                 if restart == SCHEMA_RESTARTS:
                     raise
-                self.log.flow_progress(flow.name, af.target, "RESTARTING", error=e)
+                self.log.flow_progress(flow.name, af.target, FlowStatus.RESTARTING, error=e)
         if flow.once:
             with self.state_lock:
                 done = self.layout.read_state("once")
@@ -451,8 +453,8 @@ class Update:
             run.sources = [
                 self.layout.source_state(flow.name, i) for i in range(reads.sources_seen)
             ]
-            run.status = "RUNNING"
-            self.log.flow_progress(flow.name, af.target, "RUNNING")
+            run.status = FlowStatus.RUNNING
+            self.log.flow_progress(flow.name, af.target, FlowStatus.RUNNING)
             stream_trigger = {"availableNow": True} if flow.once else trigger
             query_name = f"{self.spec.name}.{flow.name}"
             if flow.auto_cdc is not None:
@@ -505,7 +507,9 @@ class Update:
             reads.drop_views()
 
     def _batch_done(self, run: FlowRun) -> None:
-        self.log.flow_progress(run.name, run.target, "RUNNING", run.metrics, run.data_quality)
+        self.log.flow_progress(
+            run.name, run.target, FlowStatus.RUNNING, run.metrics, run.data_quality
+        )
 
     def _reads(
         self, graph: Graph, af: AnalysedFlow, run: FlowRun, quarantines: bool = False
