@@ -163,3 +163,50 @@ def test_the_mirror_check_sees_method_calls_and_names(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("Catalog.of(s).register_in_spark(e)\nregister_in_spark(e)\nregister(e)\n")
     assert mirror_registrations(module, tmp_path) == ["m.py:1", "m.py:2"]
+
+
+# The pipeline runner passes a flow's many parts around: past six positional parameters a
+# call is a row of values whose order only the signature knows, so the rest are
+# keyword-only (or grouped in a value).
+RUNNER = SRC / "pipelines" / "runner"
+MAX_POSITIONAL = 6
+
+
+def long_signatures(path: Path, limit: int = MAX_POSITIONAL) -> list[str]:
+    """Functions and methods in ``path`` taking more than ``limit`` positional parameters
+    (``self`` and ``cls`` not counted; ``*args`` and keyword-only ones neither)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+            if names[:1] in (["self"], ["cls"]):
+                names = names[1:]
+            if len(names) > limit:
+                found.append(f"line {node.lineno}: {node.name} takes {len(names)} positionally")
+    return found
+
+
+def test_no_function_of_the_runner_takes_more_than_six_positional_parameters():
+    modules = sorted(RUNNER.rglob("*.py"))
+    assert modules, f"no modules under {RUNNER.relative_to(REPO)}: point RUNNER at the runner"
+    found = {str(p.relative_to(SRC)): hits for p in modules if (hits := long_signatures(p))}
+    assert found == {}
+
+
+def test_the_signature_check_counts_positional_parameters_only(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def seven(a, b, c, d, e, f, g): ...\n"
+        "def six(a, b, c, d, e, f, *rest, g, h=1, **more): ...\n"
+        "class C:\n"
+        "    def method(self, a, b, c, d, e, f): ...\n"
+        "    @classmethod\n"
+        "    def made(cls, a, b, c, d, e, f, /, g): ...\n"
+        "    def outer(self):\n"
+        "        def inner(a, b, c, d, e, f, g=None): ...\n"
+    )
+    assert long_signatures(module) == [
+        "line 1: seven takes 7 positionally",
+        "line 6: made takes 7 positionally",
+        "line 8: inner takes 7 positionally",
+    ]

@@ -58,6 +58,7 @@ class EventLog:
         pipeline_id: str,
         pipeline_name: str,
         update_id: str,
+        *,
         listeners: list[Listener] | None = None,
         table_name: str | None = None,
     ) -> None:
@@ -149,6 +150,7 @@ class EventLog:
         status: FlowStatus,
         metrics: Mapping[str, Any] | None = None,
         data_quality: DataQuality | Mapping[str, Any] | None = None,
+        *,
         error: BaseException | None = None,
         seconds: float | None = None,
     ) -> None:

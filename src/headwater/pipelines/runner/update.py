@@ -122,8 +122,8 @@ class Update:
             pipeline_id,
             spec.name,
             self.update_id,
-            list(listeners),
-            event_log_name(spec),
+            listeners=list(listeners),
+            table_name=event_log_name(spec),
         )
         self.runs: dict[str, FlowRun] = {}
         self.stop = options.stop or threading.Event()
@@ -466,9 +466,9 @@ class Update:
                     df,
                     self.layout,
                     stream_trigger,
-                    query_name,
-                    run,
-                    app_id,
+                    query_name=query_name,
+                    run=run,
+                    app_id=app_id,
                 )
             elif df.isStreaming:
                 run.query = flow_runs.start_stream(
@@ -478,21 +478,23 @@ class Update:
                     df,
                     self.layout,
                     stream_trigger,
-                    query_name,
-                    run,
-                    rules,
-                    aside,
+                    query_name=query_name,
+                    run=run,
+                    rules=rules,
+                    quarantine=aside,
                 )
             if flow.auto_cdc is not None or df.isStreaming:
                 if run.query is not None:  # (snapshot flows are applied in batch)
                     flow_runs.await_stream(run.query, run, self.stop, self._batch_done)
                 return
             if dataset.kind == "materialized_view":
-                result = flow_runs.refresh_view(self.spark, af, dataset, df, run, rules, aside)
+                result = flow_runs.refresh_view(
+                    self.spark, af, dataset, df, run=run, rules=rules, quarantine=aside
+                )
             else:
                 app_id = f"headwater-pipeline:{self.log.pipeline_id}:{once_key}"
                 result = flow_runs.append_once(
-                    self.spark, af, dataset, df, app_id, run, rules, aside
+                    self.spark, af, dataset, df, app_id, run=run, rules=rules, quarantine=aside
                 )
             run.num_output_rows = result.num_rows if result else 0
             if result is not None and result.version is not None:
