@@ -2,7 +2,8 @@
 string it replaced stood: equal to it both ways, hashed alike (so sets and dict keys of
 either kind find the other), and written identically by ``str``, f-strings, ``%s``,
 ``.format`` and JSON, so the event log's rows and every message stay byte for byte what
-they were. No Spark session: the writer runs as a dry run."""
+they were. A run's changes of state are :class:`FlowRun`'s methods. No Spark session: the
+writer runs as a dry run."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from headwater.event_log_format import (
     details_json,
 )
 from headwater.pipelines.runner.event_log import EventLog
+from headwater.pipelines.runner.flows import FlowRun
 from headwater.pipelines.runner.progress import Printer
 
 NAMES = [
@@ -91,3 +93,37 @@ def test_the_event_log_writes_the_same_row_text_and_the_terminal_the_same_line()
         "flow_progress", FlowProgress("SKIPPED", {"num_output_rows": 0}).to_json()
     )
     assert FlowProgress.from_json(json.loads(rows[1][8])["flow_progress"]).final
+
+
+def test_a_flow_runs_changes_of_state_and_counts():
+    run = FlowRun("f", "db.t")
+    assert run.status is FlowStatus.QUEUED and run.error is None
+    run.starting()
+    assert run.status is FlowStatus.STARTING
+    run.running(["/state/f/0"])
+    assert run.status is FlowStatus.RUNNING and run.sources == ["/state/f/0"]
+    run.wrote(10)
+    run.wrote(5)
+    assert (run.num_output_rows, run.batches) == (15, 2)
+    boom = RuntimeError("boom")
+    run.failed(boom)
+    assert run.status is FlowStatus.FAILED and run.error is boom
+    run.update_ended()  # a failed view stays FAILED when a continuous update ends
+    assert run.status is FlowStatus.FAILED
+    run.completed()  # a later attempt succeeded: the error is gone
+    assert run.status is FlowStatus.COMPLETED and run.error is None
+    run.update_ended()
+    assert run.status is FlowStatus.STOPPED
+    run.completed(stopped=True)
+    assert run.status is FlowStatus.STOPPED
+    run.not_started(FlowStatus.SKIPPED)
+    assert run.status is FlowStatus.SKIPPED
+
+    cdc = FlowRun("c", "db.c")
+    cdc.applied(3, 1)  # no AUTO CDC counts started: nothing is counted
+    assert (cdc.num_output_rows, cdc.batches) == (0, 0)
+    cdc.changes = {"num_upserted_rows": 0, "num_deleted_rows": 0}
+    cdc.applied(3, 1)
+    cdc.applied(2, 0)
+    assert cdc.metrics == {"num_output_rows": 6, "num_upserted_rows": 5, "num_deleted_rows": 1}
+    assert cdc.batches == 2

@@ -20,7 +20,6 @@ from pyspark.sql import SparkSession
 
 from headwater import api
 from headwater.delta.log.delta_log import DeltaLog
-from headwater.event_log_format import FlowStatus
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.runner.event_log import EventLog
 from headwater.pipelines.runner.flows import FlowRun
@@ -87,8 +86,7 @@ def run_continuous(update: Update, graph: Graph, to_run: list[AnalysedFlow]) -> 
     for t in threads:
         t.join()
     for af in views:
-        if update.runs[af.flow.name].status not in (FlowStatus.FAILED,):
-            update.runs[af.flow.name].status = FlowStatus.STOPPED
+        update.runs[af.flow.name].update_ended()
 
 
 def _version(update: Update, key: str) -> int:

@@ -96,6 +96,49 @@ class FlowRun:
         """The metrics of ``rules`` in this run (one accumulator per dataset)."""
         return self.quality.setdefault(dataset, rules.quality())
 
+    # -- its changes of state and counts, each spelt once (the scheduler, the flow's thread
+    # and its stream's batches write them) ---------------------------------------------------
+
+    def not_started(self, status: FlowStatus) -> None:
+        """SKIPPED (a flow it waits for did not complete) or STOPPED (the update stopped)
+        before it started."""
+        self.status = status
+
+    def starting(self) -> None:
+        self.status = FlowStatus.STARTING
+
+    def running(self, sources: list[str]) -> None:
+        """Its query is defined; ``sources``: the Auto Loader state folders it reads."""
+        self.sources = sources
+        self.status = FlowStatus.RUNNING
+
+    def completed(self, stopped: bool = False) -> None:
+        """Ended without an error: STOPPED when the update stopped it first."""
+        self.status = FlowStatus.STOPPED if stopped else FlowStatus.COMPLETED
+        self.error = None
+
+    def failed(self, error: BaseException) -> None:
+        """Ended by ``error`` (after its retries, if any)."""
+        self.error = error
+        self.status = FlowStatus.FAILED
+
+    def update_ended(self) -> None:
+        """A continuous update ended: a materialized view that did not fail is STOPPED."""
+        if self.status != FlowStatus.FAILED:
+            self.status = FlowStatus.STOPPED
+
+    def wrote(self, rows: int) -> None:
+        """One more batch committed, of ``rows`` rows."""
+        self.num_output_rows += rows
+        self.batches += 1
+
+    def applied(self, upserted: int, deleted: int) -> None:
+        """One more batch of AUTO CDC changes committed."""
+        if self.changes is not None:
+            self.changes["num_upserted_rows"] += upserted
+            self.changes["num_deleted_rows"] += deleted
+            self.wrote(upserted + deleted)
+
 
 def table_spec(dataset: Dataset, mode: str, **extra: Any) -> WriteSpec:
     return WriteSpec(
@@ -180,8 +223,7 @@ def start_stream(
     run.counts_writes = True
 
     def committed(result: WriteResult) -> None:
-        run.num_output_rows += result.num_rows
-        run.batches += 1
+        run.wrote(result.num_rows)
 
     quality = run.checks(af.target, rules) if rules else None
     aside = (
@@ -245,11 +287,8 @@ def apply_changes(
 
     def batch(events: DataFrame, batch_id: int) -> None:
         result = applier.apply(events, batch_id)
-        if result.committed and run.changes is not None:
-            run.changes["num_upserted_rows"] += result.upserted
-            run.changes["num_deleted_rows"] += result.deleted
-            run.num_output_rows += result.upserted + result.deleted
-            run.batches += 1
+        if result.committed:
+            run.applied(result.upserted, result.deleted)
 
     gate = run.gate.wrap if run.gate is not None else _ungated
     return api.start_foreach_batch(

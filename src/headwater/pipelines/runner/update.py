@@ -369,7 +369,7 @@ class Update:
                         future.result()
 
     def _finish(self, af: AnalysedFlow, status: FlowStatus) -> None:
-        self.runs[af.flow.name].status = status
+        self.runs[af.flow.name].not_started(status)
         self.log.flow_progress(af.flow.name, af.target, status)
 
     # -- one flow ----------------------------------------------------------------------------
@@ -387,18 +387,16 @@ class Update:
             try:
                 self._attempt(graph, af, run, trigger or {"availableNow": True})
                 stopped = self.stop.is_set() and (trigger is not None or run.stopped)
-                run.status = FlowStatus.STOPPED if stopped else FlowStatus.COMPLETED
-                run.error = None
+                run.completed(stopped)
                 break
             except Exception as e:  # the flow fails; the update goes on
-                run.error = e
                 again = not isinstance(e, ExpectationViolationError) and not self.stop.is_set()
                 if attempt < run_retry.retries(e, self.options.max_retries) and again:
                     attempt += 1
                     self.log.flow_progress(af.flow.name, af.target, FlowStatus.RETRYING, error=e)
                     if not self.stop.wait(run_retry.pause(e, attempt)):
                         continue
-                run.status = FlowStatus.FAILED
+                run.failed(e)
                 break
         run.seconds = flow_runs.elapsed(start)
         self.log.flow_progress(
@@ -417,9 +415,9 @@ class Update:
         flow = af.flow
         once_key = f"{af.flow.name}@{self.layout.read_state('epochs').get(af.target, 0)}"
         if flow.once and self.layout.read_state("once").get(once_key):
-            run.status = FlowStatus.COMPLETED
+            run.completed()
             return
-        run.status = FlowStatus.STARTING
+        run.starting()
         self.log.flow_progress(flow.name, af.target, FlowStatus.STARTING)
         for key, value in flow.spark_conf.items():
             self.spark.conf.set(key, value)
@@ -450,10 +448,7 @@ class Update:
         run.gate = BatchGate(self.stop)
         try:
             df = evaluate(flow, reads)
-            run.sources = [
-                self.layout.source_state(flow.name, i) for i in range(reads.sources_seen)
-            ]
-            run.status = FlowStatus.RUNNING
+            run.running([self.layout.source_state(flow.name, i) for i in range(reads.sources_seen)])
             self.log.flow_progress(flow.name, af.target, FlowStatus.RUNNING)
             stream_trigger = {"availableNow": True} if flow.once else trigger
             query_name = f"{self.spec.name}.{flow.name}"
