@@ -127,3 +127,22 @@ def test_a_flow_runs_changes_of_state_and_counts():
     cdc.applied(2, 0)
     assert cdc.metrics == {"num_output_rows": 6, "num_upserted_rows": 5, "num_deleted_rows": 1}
     assert cdc.batches == 2
+
+
+def test_a_stream_counts_its_output_from_progress_unless_it_counts_its_commits():
+    sink = FlowRun("to_sink", "s")
+    sink.read(7, 2)
+    sink.read(3, 1)
+    assert (sink.num_input_rows, sink.num_output_rows, sink.batches) == (10, 10, 3)
+    table = FlowRun("to_table", "db.t", counts_writes=True)
+    table.wrote(6)
+    table.read(7, 2)
+    assert (table.num_input_rows, table.num_output_rows, table.batches) == (7, 6, 1)
+    snapshots = FlowRun("snap", "db.s")
+    snapshots.snapshots_applied(4, 2, 3)
+    assert snapshots.metrics == {
+        "num_output_rows": 6,
+        "num_upserted_rows": 4,
+        "num_deleted_rows": 2,
+    }
+    assert snapshots.batches == 3

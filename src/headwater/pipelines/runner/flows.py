@@ -139,6 +139,20 @@ class FlowRun:
             self.changes["num_deleted_rows"] += deleted
             self.wrote(upserted + deleted)
 
+    def snapshots_applied(self, upserted: int, deleted: int, batches: int) -> None:
+        """An AUTO CDC from-snapshot flow applied its new snapshots, in ``batches``."""
+        self.changes = {"num_upserted_rows": upserted, "num_deleted_rows": deleted}
+        self.num_output_rows = upserted + deleted
+        self.batches = batches
+
+    def read(self, rows: int, batches: int) -> None:
+        """Its stream's progress reports ``rows`` more input rows in ``batches`` more
+        batches: its output too, unless it counts its writes as they commit."""
+        self.num_input_rows = (self.num_input_rows or 0) + rows
+        if not self.counts_writes:
+            self.num_output_rows += rows
+            self.batches += batches
+
 
 def table_spec(dataset: Dataset, mode: str, **extra: Any) -> WriteSpec:
     return WriteSpec(
@@ -309,9 +323,7 @@ def apply_snapshots(
     results = applier.run(spec.snapshot_function or df)
     upserted = sum(r.upserted for r in results if r.committed)
     deleted = sum(r.deleted for r in results if r.committed)
-    run.changes = {"num_upserted_rows": upserted, "num_deleted_rows": deleted}
-    run.num_output_rows = upserted + deleted
-    run.batches = len(results)
+    run.snapshots_applied(upserted, deleted, len(results))
 
 
 def await_stream(
@@ -364,10 +376,7 @@ def _count(query: StreamingQuery, run: FlowRun, seen: int) -> int:
                 if row is not None:
                     quality.add(row.asDict() if hasattr(row, "asDict") else dict(row))
     read = sum(int(p.get("numInputRows") or 0) for p in new)
-    run.num_input_rows = (run.num_input_rows or 0) + read
-    if not run.counts_writes:
-        run.num_output_rows += read
-        run.batches += len({p["batchId"] for p in new if p.get("numInputRows")})
+    run.read(read, len({p["batchId"] for p in new if p.get("numInputRows")}))
     return max([seen - 1, *[int(p["batchId"]) for p in new]]) + 1
 
 
