@@ -188,3 +188,19 @@ def test_ctrl_c_at_several_moments_exits_within_seconds_and_rerun_is_exactly_onc
     expected = list(range(14 * ROWS))
     assert ids(tmp_path, "bronze") == expected
     assert ids(tmp_path, "silver") == expected
+
+
+def test_an_interruption_counts_as_a_stop_only_once_the_stop_was_sent():
+    """A trigger that begins between the gate's last look and ``query.stop()`` ends with
+    an interruption or a cancelled job: a stop, since its commit never happened. Before a
+    stop was sent, the same text is a failure; a batch that refused to start always is."""
+    from headwater.pipelines.runner.interrupt import STOP_MARKER, stopped_by_request
+
+    interrupted = "py4j.Py4JException: Error while obtaining a new communication channel\n"
+    interrupted += "Caused by: java.lang.InterruptedException\n\tat java.base/..."
+    cancelled = "[SPARK_JOB_CANCELLED] Job 7 cancelled part of cancelled job group abc"
+    assert stopped_by_request(interrupted, stop_was_sent=True)
+    assert stopped_by_request(cancelled, stop_was_sent=True)
+    assert not stopped_by_request(interrupted)
+    assert not stopped_by_request("[DIVIDE_BY_ZERO] Division by zero.", stop_was_sent=True)
+    assert stopped_by_request(f"Py4JJavaError: {STOP_MARKER}: the update is stopping")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -336,7 +337,7 @@ def await_stream(
     ``stop`` is set: then it ends between two batches, see :mod:`.interrupt`),
     counting its rows as batches complete."""
     seen = 0
-    while not query.awaitTermination(0.5):  # type: ignore[arg-type]
+    while not _terminated(query, 0.5):
         batches = run.batches
         seen = _count(query, run, seen)
         if on_batch is not None and run.batches != batches:
@@ -351,12 +352,21 @@ def await_stream(
     error = query.exception()
     if error is not None:
         text = f"{error.desc if hasattr(error, 'desc') else error}"
-        if stop.is_set() and stopped_by_request(text):
+        if stop.is_set() and stopped_by_request(text, stop_was_sent=run.stopped):
             run.stopped = True
             return
         if "UNKNOWN_FIELD_EXCEPTION" in text:
             raise SchemaChanged(text)
         raise RuntimeError(text)
+
+
+def _terminated(query: StreamingQuery, seconds: float) -> bool:
+    """``awaitTermination`` that reports a failed query as ended rather than raising: the
+    caller reads the error from ``query.exception()``, where a stop is told apart."""
+    try:
+        return bool(query.awaitTermination(seconds))  # type: ignore[arg-type]
+    except StreamingQueryException:
+        return True
 
 
 def _ungated(function: api.BatchFunction) -> api.BatchFunction:

@@ -66,10 +66,12 @@ class BatchGate:
         return batch
 
     def stop(self, query: StreamingQuery, poll: float = 0.05) -> None:
-        """Stop ``query`` once its current batch function (if any) has returned."""
+        """Stop ``query`` once its current batch function (if any) has returned and no
+        trigger is active: the JVM calls the function a moment before Python counts it
+        as running, and a stop inside that moment is the interruption to avoid."""
         while True:
             with self.lock:
-                if self.running == 0:
+                if self.running == 0 and not _trigger_active(query):
                     break
             if not query.isActive:
                 return
@@ -77,9 +79,25 @@ class BatchGate:
         query.stop()
 
 
-def stopped_by_request(error_text: str) -> bool:
-    """Whether a query ended because a batch refused to start during a stop."""
-    return STOP_MARKER in error_text
+def _trigger_active(query: StreamingQuery) -> bool:
+    try:
+        return bool(query.status.get("isTriggerActive"))
+    except Exception:  # the query ended meanwhile
+        return False
+
+
+# What a query's error says when a stop reached it inside a batch after all (a trigger that
+# began between the gate's last look and ``query.stop()``): the batch's commit had not
+# happened (a Delta commit is atomic), so the next update runs that batch again.
+INTERRUPTED = (STOP_MARKER, "InterruptedException", "ClosedByInterruptException", "cancelled")
+
+
+def stopped_by_request(error_text: str, stop_was_sent: bool = False) -> bool:
+    """Whether a query ended because of a stop: a batch refused to start (always), or,
+    once ``query.stop()`` was sent, an interruption or a cancelled job."""
+    if STOP_MARKER in error_text:
+        return True
+    return stop_was_sent and any(mark in error_text for mark in INTERRUPTED)
 
 
 class Interrupts:
