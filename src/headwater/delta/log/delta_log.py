@@ -27,12 +27,12 @@ from pyspark.sql.types import StructType
 
 from headwater import storage
 from headwater.delta.log import deletion_vectors, time_travel
+from headwater.delta.log import protocol as protocols
 from headwater.delta.log import store as log_store
 from headwater.delta.log import tolerant_replay as tolerant_log
 from headwater.delta.log.actions import Commit, Metadata, Protocol, encode_path
 from headwater.delta.log.actions import parse as parse_commit
 from headwater.delta.schema import column_mapping as mapping
-from headwater.delta.schema import type_widening
 from headwater.errors import (
     CorruptLogError,
     NotADeltaTableError,
@@ -41,26 +41,6 @@ from headwater.errors import (
 )
 from headwater.storage.paths import local_path
 from headwater.storage.settings import delta_options
-
-# Reader features whose data we read correctly (deletion vectors and column mapping are
-# handled by the Python read path); any other is refused by name.
-SUPPORTED_READER_FEATURES = {
-    "timestampNtz",
-    "v2Checkpoint",
-    "vacuumProtocolCheck",
-    "typeWidening",  # old files upcast on read; recorded changes checked (type_widening.py)
-    "typeWidening-preview",
-    "columnMapping",
-    "deletionVectors",
-}
-# Variant columns are decoded by Spark's own Parquet scan (Spark 4 reads Delta's variant
-# encoding, shredded or not), so tables with them are readable only on the native path.
-VARIANT_FEATURES = {
-    "variantType",
-    "variantType-preview",
-    "variantShredding",
-    "variantShredding-preview",
-}
 
 
 @dataclass(frozen=True)
@@ -264,17 +244,12 @@ class Snapshot:
 
     @cached_property
     def variant_features(self) -> list[str]:
-        return sorted(self.protocol.all_reader_features & VARIANT_FEATURES)
+        return protocols.variant_features(self.protocol)
 
     def check_python_readable(self) -> None:
-        """The Python read path (deletion vectors, column mapping, odd layouts) cannot
-        produce variant values; say so rather than fail inside Spark."""
-        if self.variant_features:
-            raise UnsupportedFeatureError(
-                f"Delta table at {self.root} has variant columns ({', '.join(self.variant_features)}) "
-                "and also needs headwater's Python read path (deletion vectors, column mapping "
-                "or a non-hive file layout); reading that combination is not supported yet."
-            )
+        """Refuse variant columns on the Python read path (see
+        :func:`headwater.delta.log.protocol.check_python_readable`)."""
+        protocols.check_python_readable(self.protocol, self.root)
 
     def _read_only_message(self, what: str) -> str:
         return (
@@ -288,57 +263,28 @@ class Snapshot:
     def check_writable(self, schema_change: bool = False) -> None:
         """Refuse, by name, writes that would break a table another engine wrote.
 
-        Tables with column mapping take rows (written under physical names); a change of
-        their schema would need new physical names and ids, which is not done here. Tables
-        whose log delta-rs cannot read correctly take no writes: the commit path checkpoints
-        and vacuums through delta-rs.
+        What the protocol allows is decided in :mod:`headwater.delta.log.protocol`; tables
+        whose log delta-rs cannot read correctly take no writes, since the commit path
+        checkpoints and vacuums through delta-rs.
         """
         self.check_readable()
         if self.replayed_because is not None:
             raise UnsupportedFeatureError(self._read_only_message("write to"))
-        if self.variant_features:
-            raise UnsupportedFeatureError(
-                f"Delta table at {self.root} uses {', '.join(self.variant_features)}; headwater "
-                "reads variant columns but cannot write such tables yet."
-            )
-        if self.physical_schema is not None and schema_change:
-            raise UnsupportedFeatureError(
-                f"Delta table at {self.root} uses column mapping (mode "
-                f"{mapping.mode(self.configuration)}); headwater writes rows to it but cannot "
-                "change its schema yet. Change the schema with delta-spark or Databricks, or "
-                "copy it into a new table (CREATE TABLE ... AS SELECT)."
-            )
+        protocols.check_write_supported(self.protocol, self.metadata, self.root, schema_change)
 
     def check_readable(self) -> None:
-        """Refuse, by name, tables whose rows we would get wrong."""
-        protocol = self.protocol
-        features = set(protocol.all_reader_features)
-        unsupported = sorted(features - SUPPORTED_READER_FEATURES)
-        if features & VARIANT_FEATURES:
-            unsupported = [f for f in unsupported if f not in VARIANT_FEATURES]
-        mode = mapping.mode(self.configuration)
-        if mode not in mapping.MODES and "columnMapping" not in unsupported:
-            unsupported.append(f"columnMapping (mode {mode})")
-        if "columnMapping" in unsupported and mode in mapping.MODES:
-            unsupported.remove("columnMapping")  # physical names resolved by the reader
-        if unsupported:
-            raise UnsupportedFeatureError(
-                f"Delta table at {self.root} uses reader feature(s) {', '.join(unsupported)} "
-                f"(protocol reader version {protocol.min_reader_version}), which headwater "
-                "cannot read yet. Read it with an engine that supports these features."
-            )
-        if features & {type_widening.FEATURE, type_widening.PREVIEW_FEATURE}:
-            type_widening.check_recorded(self.schema, self.root)
+        """Refuse, by name, tables whose rows we would get wrong (see
+        :func:`headwater.delta.log.protocol.check_readable`)."""
+        protocols.check_readable(self.protocol, self.metadata, self.root)
 
     @cached_property
     def deletion_vectors(self) -> dict[str, tuple[bool, ...]]:
         """Row selection (True = row is live) of each file that has a deletion vector,
         keyed by the file's path relative to the table (delta-rs may report the root
         resolved through symlinks); rows past the end of a vector are live."""
-        if "deletionVectors" not in self.protocol.all_reader_features:
+        if not protocols.has_deletion_vectors(self.protocol):
             return {}
-        widened = {type_widening.FEATURE, type_widening.PREVIEW_FEATURE}  # delta-rs refuses
-        if self.replayed_because is not None or self.protocol.all_reader_features & widened:
+        if self.replayed_because is not None or protocols.vectors_need_replay(self.protocol):
             return self._replayed_vectors()
         assert self._rs is not None
         vectors = pa.table(self._rs.deletion_vectors().read_all())

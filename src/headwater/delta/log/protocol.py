@@ -11,13 +11,21 @@ leaves them out).
 Writes are refused, by feature name and before anything is written, when the table uses a
 writer feature whose rules this writer does not keep (row tracking, in-commit timestamps,
 identity columns, ...): a commit that ignored them would leave the table inconsistent.
+Reads are refused likewise when a reader feature would have rows come back wrong. Every
+such decision is a function of the protocol and metadata values here, so a snapshot, a
+commit and a test ask the same question of the same code.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
+from pyspark.sql.types import StructType
+
 from headwater.delta.log.actions import Metadata, Protocol
+from headwater.delta.schema import column_mapping as mapping
+from headwater.delta.schema import type_widening
 from headwater.errors import UnsupportedFeatureError
 
 # Writer features a legacy protocol implies, by minWriterVersion; readers: columnMapping from
@@ -39,6 +47,27 @@ KNOWN_FEATURES = READER_WRITER_FEATURES | {
     "domainMetadata", "generatedColumns", "icebergCompatV1", "icebergCompatV2",
     "identityColumns", "inCommitTimestamp", "invariants", "rowTracking",
 }  # fmt: skip
+# Reader features whose data headwater reads correctly (deletion vectors and column mapping
+# are handled by the Python read path); a table using any other is refused by name.
+SUPPORTED_READER_FEATURES = frozenset(
+    {
+        "timestampNtz",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+        "typeWidening",  # old files upcast on read; recorded changes checked (type_widening.py)
+        "typeWidening-preview",
+        "columnMapping",
+        "deletionVectors",
+    }
+)
+# Variant columns are decoded by Spark's own Parquet scan (Spark 4 reads Delta's variant
+# encoding, shredded or not), so tables with them are readable only on the native path.
+VARIANT_FEATURES = frozenset(
+    {"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"}
+)
+# Type changes recorded in the schema: checked before a read, and delta-rs refuses the
+# deletion vectors of such tables (headwater replays them from the log).
+WIDENING_FEATURES = frozenset({type_widening.FEATURE, type_widening.PREVIEW_FEATURE})
 # ``delta.feature.<name> = 'supported'`` in the properties lists a feature without using it.
 FEATURE_PROPERTY = "delta.feature."
 
@@ -193,3 +222,83 @@ def _unused(metadata: Metadata) -> set[str]:
     CHECK constraint, generated or identity column, so their rules cannot be broken."""
     used = needed_features(metadata)
     return {f for f in ("checkConstraints", "generatedColumns", "identityColumns") if f not in used}
+
+
+def variant_features(protocol: Protocol) -> list[str]:
+    """The variant features the table lists: read by Spark's scan only, never written."""
+    return sorted(protocol.all_reader_features & VARIANT_FEATURES)
+
+
+def unreadable_features(protocol: Protocol, configuration: Mapping[str, str]) -> list[str]:
+    """The reader features (and a column-mapping mode) whose rows headwater would get
+    wrong, by name; empty when it reads the table correctly. Variant features are not
+    among them: Spark's own scan reads those."""
+    unsupported = sorted(
+        protocol.all_reader_features - SUPPORTED_READER_FEATURES - VARIANT_FEATURES
+    )
+    mode = mapping.mode(dict(configuration))
+    if mode not in mapping.MODES:
+        unsupported.append(f"columnMapping (mode {mode})")
+    return unsupported
+
+
+def check_readable(protocol: Protocol, metadata: Metadata, root: str) -> None:
+    """Refuse, by name, a table whose rows headwater would read wrong (``root`` names it)."""
+    unsupported = unreadable_features(protocol, metadata.configuration)
+    if unsupported:
+        raise UnsupportedFeatureError(
+            f"Delta table at {root} uses reader feature(s) {', '.join(unsupported)} "
+            f"(protocol reader version {protocol.min_reader_version}), which headwater "
+            "cannot read yet. Read it with an engine that supports these features."
+        )
+    if protocol.all_reader_features & WIDENING_FEATURES:
+        schema = StructType.fromJson(json.loads(metadata.schema_string))
+        type_widening.check_recorded(schema, root)
+
+
+def check_python_readable(protocol: Protocol, root: str) -> None:
+    """The Python read path (deletion vectors, column mapping, odd layouts) cannot produce
+    variant values; say so rather than fail inside Spark."""
+    variants = variant_features(protocol)
+    if variants:
+        raise UnsupportedFeatureError(
+            f"Delta table at {root} has variant columns ({', '.join(variants)}) "
+            "and also needs headwater's Python read path (deletion vectors, column mapping "
+            "or a non-hive file layout); reading that combination is not supported yet."
+        )
+
+
+def check_write_supported(
+    protocol: Protocol, metadata: Metadata, root: str, schema_change: bool = False
+) -> None:
+    """Refuse, by name, a write headwater cannot make to a table it reads (``schema_change``:
+    the write changes the table's schema).
+
+    Variant columns are read by Spark's scan but not written here. Tables with column
+    mapping take rows (written under physical names); a change of their schema would need
+    new physical names and ids, which is not done here.
+    """
+    variants = variant_features(protocol)
+    if variants:
+        raise UnsupportedFeatureError(
+            f"Delta table at {root} uses {', '.join(variants)}; headwater "
+            "reads variant columns but cannot write such tables yet."
+        )
+    mode = mapping.mode(dict(metadata.configuration))
+    if mode != "none" and schema_change:
+        raise UnsupportedFeatureError(
+            f"Delta table at {root} uses column mapping (mode {mode}); headwater writes rows "
+            "to it but cannot change its schema yet. Change the schema with delta-spark or "
+            "Databricks, or copy it into a new table (CREATE TABLE ... AS SELECT)."
+        )
+
+
+def has_deletion_vectors(protocol: Protocol) -> bool:
+    """Whether files of the table may carry deletion vectors (its readers must apply them)."""
+    return "deletionVectors" in protocol.all_reader_features
+
+
+def vectors_need_replay(protocol: Protocol) -> bool:
+    """Whether the deletion vectors must come from headwater's replay of the log: delta-rs
+    refuses them on tables with recorded type changes."""
+    return bool(protocol.all_reader_features & WIDENING_FEATURES)

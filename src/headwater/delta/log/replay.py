@@ -19,6 +19,7 @@ import numpy as np
 
 from headwater import storage
 from headwater.delta.log import deletion_vectors
+from headwater.delta.log import protocol as protocols
 from headwater.delta.log import tolerant_replay as tolerant_log
 from headwater.delta.log.actions import AddFile, RemoveFile, now_ms
 from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
@@ -26,7 +27,7 @@ from headwater.errors import CorruptLogError
 
 
 def has_vectors(snapshot: Snapshot) -> bool:
-    return "deletionVectors" in snapshot.protocol.all_reader_features
+    return protocols.has_deletion_vectors(snapshot.protocol)
 
 
 def live_adds(dlog: DeltaLog, version: int, paths: set[str] | None = None) -> dict[str, AddFile]:

@@ -1,0 +1,86 @@
+"""What a table's protocol lets headwater do, decided from the protocol and metadata values
+alone (Spark-free): which reader features it cannot read, the variant and column-mapping
+limits on writes, where deletion vectors come from. A snapshot delegates to these checks,
+so the refusals below are the ones users see from a read or a write."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.types import LongType, StructField, StructType
+
+from headwater.delta.log import protocol
+from headwater.delta.log.actions import Metadata, Protocol
+from headwater.errors import UnsupportedFeatureError
+
+ROOT = "/data/t"
+PLAIN = StructType([StructField("id", LongType())])
+
+
+def _metadata(config: dict[str, str] | None = None, schema: StructType = PLAIN) -> Metadata:
+    return Metadata(id="m", schema_string=schema.json(), configuration=config or {})
+
+
+def _features(*readers: str) -> Protocol:
+    return Protocol(3, 7, frozenset(readers), frozenset(readers))
+
+
+def test_a_legacy_protocol_and_every_supported_reader_feature_are_readable():
+    protocol.check_readable(Protocol(1, 2), _metadata(), ROOT)
+    supported = _features(*protocol.SUPPORTED_READER_FEATURES - protocol.WIDENING_FEATURES)
+    assert protocol.unreadable_features(supported, {"delta.columnMapping.mode": "name"}) == []
+    protocol.check_readable(supported, _metadata({"delta.columnMapping.mode": "id"}), ROOT)
+
+
+def test_an_unknown_reader_feature_is_refused_by_name_with_the_reader_version():
+    unknown = _features("deletionVectors", "someFutureFeature", "anotherOne")
+    assert protocol.unreadable_features(unknown, {}) == ["anotherOne", "someFutureFeature"]
+    with pytest.raises(UnsupportedFeatureError, match=r"anotherOne, someFutureFeature.*version 3"):
+        protocol.check_readable(unknown, _metadata(), ROOT)
+
+
+def test_an_unknown_column_mapping_mode_is_refused_by_its_mode():
+    config = {"delta.columnMapping.mode": "Hash"}
+    assert protocol.unreadable_features(Protocol(2, 5), config) == ["columnMapping (mode hash)"]
+    with pytest.raises(UnsupportedFeatureError, match=r"columnMapping \(mode hash\)"):
+        protocol.check_readable(Protocol(2, 5), _metadata(config), ROOT)
+
+
+def test_variant_columns_are_readable_by_spark_scan_but_not_the_python_path_nor_writes():
+    variant = _features("variantType", "deletionVectors")
+    assert protocol.variant_features(variant) == ["variantType"]
+    protocol.check_readable(variant, _metadata(), ROOT)
+    with pytest.raises(UnsupportedFeatureError, match="variant columns .*Python read path"):
+        protocol.check_python_readable(variant, ROOT)
+    with pytest.raises(UnsupportedFeatureError, match="uses variantType; .*cannot write"):
+        protocol.check_write_supported(variant, _metadata(), ROOT)
+    protocol.check_python_readable(_features("deletionVectors"), ROOT)
+
+
+def test_column_mapping_takes_rows_but_refuses_a_schema_change():
+    mapped = _metadata({"delta.columnMapping.mode": "name"})
+    protocol.check_write_supported(Protocol(2, 5), mapped, ROOT)
+    protocol.check_write_supported(Protocol(1, 2), _metadata(), ROOT, schema_change=True)
+    with pytest.raises(UnsupportedFeatureError, match=r"column mapping \(mode name\)"):
+        protocol.check_write_supported(Protocol(2, 5), mapped, ROOT, schema_change=True)
+
+
+def _widened(from_type: str, to_type: str) -> StructType:
+    change = {"fromType": from_type, "toType": to_type}
+    metadata = {"delta.typeChanges": [change]}
+    return StructType([StructField("n", LongType(), metadata=metadata)])
+
+
+def test_recorded_type_changes_are_checked_only_on_type_widening_tables():
+    narrowed = _metadata(schema=_widened("long", "integer"))
+    protocol.check_readable(Protocol(1, 2), narrowed, ROOT)  # not a widening table: not read
+    widening = _features("typeWidening")
+    protocol.check_readable(widening, _metadata(schema=_widened("integer", "long")), ROOT)
+    with pytest.raises(UnsupportedFeatureError, match="column n records a type change from long"):
+        protocol.check_readable(widening, narrowed, ROOT)
+
+
+def test_deletion_vectors_are_read_from_the_log_on_type_widened_tables():
+    assert not protocol.has_deletion_vectors(Protocol(1, 2))
+    assert protocol.has_deletion_vectors(_features("deletionVectors"))
+    assert not protocol.vectors_need_replay(_features("deletionVectors"))
+    assert protocol.vectors_need_replay(_features("deletionVectors", "typeWidening-preview"))
