@@ -93,7 +93,6 @@ def test_the_checker_sees_private_imports_and_attributes(tmp_path):
 # paths go through headwater.storage. These modules touch local files of another kind.
 LOCAL_FILES_ONLY = {
     "autoloader/state.py": "the SQLite file state lives on the driver's disk",
-    "delta/log/tolerant_replay.py": "resolves local absolute file: paths old writers logged",
     "demo.py": "the demo's local working folder",
     "pipelines/cli.py": "scaffolds a project folder on the user's disk",
     "pipelines/define/loader.py": "pipeline source files",
@@ -209,4 +208,57 @@ def test_the_signature_check_counts_positional_parameters_only(tmp_path):
         "line 1: seven takes 7 positionally",
         "line 6: made takes 7 positionally",
         "line 8: inner takes 7 positionally",
+    ]
+
+
+# Locations are spelt in one module (storage/paths.py: ``file:`` URIs built and stripped,
+# a table's ``_delta_log`` folder named); a literal of either elsewhere is a second spelling
+# that drifts from the first. Messages and docstrings may mention them.
+PATH_SPELLERS = {
+    "storage/paths.py": "the one spelling of a location",
+    "autoloader/state.py": "SQLite's own file: URI of its state database, not a table path",
+}
+
+
+def _spells_a_path(text: str) -> bool:
+    log = text.lstrip("/")
+    return text == "file:" or text.startswith("file:/") or log.split("/")[0] == "_delta_log"
+
+
+def path_spellings(path: Path, root: Path = SRC) -> list[str]:
+    """String literals (f-string parts too; not docstrings) that start a ``file:`` URI or
+    join ``_delta_log``."""
+    tree = ast.parse(path.read_text())
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    return [
+        f"{path.relative_to(root)}:{node.lineno} {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docs
+        and _spells_a_path(node.value)
+    ]
+
+
+def test_paths_are_spelt_only_in_storage_paths():
+    outside = [p for p in MODULES if str(p.relative_to(SRC)) not in PATH_SPELLERS]
+    assert [hit for p in outside for hit in path_spellings(p)] == []
+
+
+def test_the_path_check_sees_uri_and_log_literals_not_messages(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""Reads file:/x and _delta_log/."""\n'
+        'a = f"file:{p}"\n'
+        'b = "file:///" + p\n'
+        'c = join(root, "_delta_log")\n'
+        'd = f"{root}/_delta_log/{v}.json"\n'
+        'e = f"not a readable ORC file: {p}; no _delta_log here"\n'
+        'f = "file" if local else "s3"\n'
+    )
+    assert path_spellings(module, tmp_path) == [
+        "m.py:2 'file:'",
+        "m.py:3 'file:///'",
+        "m.py:4 '_delta_log'",
+        "m.py:5 '/_delta_log/'",
     ]

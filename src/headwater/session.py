@@ -176,7 +176,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     adapter.install()
     root = warehouse or spark.conf.get(WAREHOUSE_CONF, None)
     root = root or spark.conf.get("spark.sql.warehouse.dir")
-    Catalog.attach(spark, str(root).removeprefix("file:"))
+    Catalog.attach(spark, storage.normalize(str(root)))
     return spark
 
 

@@ -83,7 +83,7 @@ def _paths(record: dict) -> list[str]:
 
 def commit_versions(root: str) -> list[int]:
     """The versions whose commit JSON is still in ``_delta_log`` (one listing)."""
-    log_dir = storage.join(root, "_delta_log")
+    log_dir = storage.delta_log_dir(root)
     versions = []
     for info in storage.list_files(log_dir, recursive=False):
         m = _COMMIT_FILE.match(info.base_name)
@@ -96,7 +96,7 @@ def _commit_info(root: str, version: int) -> dict:
     """The ``commitInfo`` of one commit ({} if it has none). delta-rs and delta-spark write
     it first, so only the first line is read (a commit may hold thousands of add actions);
     the whole file only for a writer that puts it elsewhere."""
-    path = storage.join(root, "_delta_log", f"{version:020d}.json")
+    path = storage.join(storage.delta_log_dir(root), f"{version:020d}.json")
     fs, inner = storage.filesystem(path)
     head = b""
     with fs.open_input_stream(inner) as stream:

@@ -148,7 +148,7 @@ def event_log(spark: SparkSession, where: str) -> DataFrame:
     """A pipeline's event log: ``where`` is the pipeline's storage (its spec's ``storage``)
     or the event log table's own path."""
     for candidate in (event_log_format.location(where), where):
-        if storage.is_dir(storage.join(candidate, "_delta_log")):
+        if storage.is_dir(storage.delta_log_dir(candidate)):
             return spark.read.format("delta").load(candidate)
     raise ValueError(
         f"no pipeline event log under {where}: give the pipeline's storage folder "

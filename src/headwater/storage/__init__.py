@@ -21,12 +21,21 @@ import pyarrow.fs as pafs
 
 from headwater.errors import StorageError
 from headwater.storage import object_store
-from headwater.storage.paths import Location, is_remote, join, normalize, parse, relative
+from headwater.storage.paths import (
+    Location,
+    delta_log_dir,
+    is_remote,
+    join,
+    normalize,
+    parse,
+    relative,
+)
 from headwater.storage.settings import S3Settings, for_bucket
 
 __all__ = [
     "Location",
     "delete_dir",
+    "delta_log_dir",
     "delete_file",
     "exists",
     "filesystem",

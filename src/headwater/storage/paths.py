@@ -3,7 +3,8 @@
 ``/data/t``, ``file:/data/t`` and ``file:///data/t`` are one local folder; ``s3://b/t`` and
 ``s3a://b/t`` are one S3 prefix (``s3a`` is Hadoop's name for the same store). Everything
 that compares, joins or strips paths goes through here, so a listing and the root it came
-from always agree on the spelling.
+from always agree on the spelling: ``file:`` URIs are built and read only here, and a
+table's ``_delta_log`` folder is named only here (``tests/test_codebase.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from urllib.parse import unquote, urlparse
 
 # Schemes that name an S3-compatible object store.
 S3_SCHEMES = ("s3", "s3a", "s3n")
+# The folder of a Delta table's transaction log, under the table's root.
+DELTA_LOG_DIR = "_delta_log"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,55 @@ def local_path(uri: str) -> str:
         return uri
     host = parsed.netloc if parsed.netloc != "localhost" else ""
     return unquote(host + parsed.path)
+
+
+def hadoop_uri(path: str) -> str:
+    """``path`` as Hadoop's ``Path.toString`` spells it for engines that read it back:
+    ``file:/abs/path`` (unescaped) for a local file; other stores' URIs unchanged."""
+    location = parse(path)
+    return f"file:{location.key}" if location.is_local else path
+
+
+def file_uri_spellings(uri: str) -> list[str]:
+    """Both spellings Spark gives one local file's URI: it lists ``file:///x`` but its
+    scan reports ``file:/x``. Any other URI has one."""
+    if uri.startswith("file:///"):
+        return [uri, "file:/" + uri[len("file:///") :]]
+    if uri.startswith("file:/") and not uri.startswith("file://"):
+        return [uri, "file:///" + uri[len("file:/") :]]
+    return [uri]
+
+
+def decoded_uri(uri: str) -> str:
+    """A location a Delta log names by a percent-encoded URI (``file:/t/a%20b``,
+    ``s3a://b/t/a%20b``) decoded, in one spelling per location: an absolute local path, or
+    ``s3://`` for every S3 scheme."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return os.path.abspath(unquote(parsed.path))
+    scheme = "s3" if parsed.scheme in S3_SCHEMES else parsed.scheme
+    return f"{scheme}://{parsed.netloc}{unquote(parsed.path)}"
+
+
+def relative_under(path: str, root: str) -> str | None:
+    """``path`` (spelt as :func:`decoded_uri` gives it) relative to ``root`` (any spelling)
+    when it lies below it, a local root reached through a symlink too; None when it lies
+    elsewhere."""
+    location = parse(root)
+    folded = Location("s3", location.bucket, location.key) if location.is_s3 else location
+    base = folded.uri().rstrip("/")
+    if path.startswith(base + "/"):
+        return path[len(base) + 1 :]
+    if location.is_local and not is_remote(path):
+        real, real_base = os.path.realpath(path), os.path.realpath(base)
+        if real.startswith(real_base + "/"):
+            return real[len(real_base) + 1 :]
+    return None
+
+
+def delta_log_dir(root: str) -> str:
+    """The transaction-log folder of the Delta table at ``root``."""
+    return join(root, DELTA_LOG_DIR)
 
 
 def normalize(path: str | os.PathLike[str]) -> str:

@@ -92,7 +92,7 @@ class Snapshot:
         if pc.any(absolute).as_py():
             example = paths.filter(absolute)[0].as_py()
             return f"its actions name files by absolute paths, such as {example}"
-        removed = tolerant_log.absolute_remove(storage.join(self.root, "_delta_log"), self.version)
+        removed = tolerant_log.absolute_remove(storage.delta_log_dir(self.root), self.version)
         if removed is not None:
             return f"its removes name files by absolute paths, such as {removed}"
         return None
@@ -105,7 +105,7 @@ class Snapshot:
     @cached_property
     def log_state(self) -> tolerant_log.LogState:
         """The log replayed by headwater, as of this version."""
-        return tolerant_log.replay(self.root, storage.join(self.root, "_delta_log"), self.version)
+        return tolerant_log.replay(self.root, storage.delta_log_dir(self.root), self.version)
 
     @cached_property
     def schema(self) -> StructType:
@@ -380,7 +380,7 @@ class DeltaLog:
 
     @property
     def log_dir(self) -> str:
-        return storage.join(self.root, "_delta_log")
+        return storage.delta_log_dir(self.root)
 
     def store(self) -> tuple[log_store.LogStore, str]:
         """Where commits are published (see :mod:`headwater.delta.log.store`)."""

@@ -34,7 +34,7 @@ class StorageLogStore:
 def for_table(root: str) -> tuple[LogStore, str]:
     """The log store of the table at ``root`` and the path of its log directory in it.
     A store is checked to honour create-if-absent before the first commit to it."""
-    log_dir = storage.join(storage.normalize(root), "_delta_log")
+    log_dir = storage.delta_log_dir(storage.normalize(root))
     location = storage.parse(log_dir)
     if not (location.is_local or location.is_s3):
         raise UnsupportedFeatureError(

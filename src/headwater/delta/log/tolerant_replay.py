@@ -21,12 +21,11 @@ keeps delta-rs as the reader wherever delta-rs reads the log correctly.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -48,6 +47,7 @@ from pyspark.sql.types import (
 from headwater import storage
 from headwater.delta.log.actions import encode_path
 from headwater.errors import CorruptLogError, TableNotFoundError
+from headwater.storage.paths import decoded_uri, relative_under
 
 # What delta-rs says when an action holds a null where its schema allows none.
 _REFUSALS = ("unmasked nulls",)
@@ -58,7 +58,6 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 # A logged path that is absolute: a URI (``file:/...``, ``s3://...``) or a rooted path.
 ABSOLUTE_PATTERN = r"^([A-Za-z][A-Za-z0-9+.-]*:|/)"
 _ABSOLUTE = re.compile(ABSOLUTE_PATTERN)
-_S3_SCHEMES = {"s3", "s3a", "s3n"}
 # Map-typed fields of the actions, which a Parquet checkpoint gives as (key, value) pairs.
 _MAPS = {"partitionValues", "tags", "configuration", "options"}
 
@@ -83,20 +82,9 @@ def file_key(root: str, logged: str) -> str:
     symlinked local root; ``s3a://`` and ``s3n://`` for a table opened as ``s3://``."""
     if not is_absolute(logged):
         return unquote(logged)
-    parsed = urlparse(logged)
-    if parsed.scheme in ("", "file"):
-        absolute = storage.normalize(unquote(parsed.path))
-        base = storage.normalize(root).rstrip("/")
-        if not absolute.startswith(base + "/"):
-            real, real_base = os.path.realpath(absolute), os.path.realpath(base)
-            if real.startswith(real_base + "/"):
-                return real[len(real_base) + 1 :]
-    else:
-        scheme = "s3" if parsed.scheme in _S3_SCHEMES else parsed.scheme
-        absolute = f"{scheme}://{parsed.netloc}{unquote(parsed.path)}"
-        root_scheme, sep, rest = root.rstrip("/").partition("://")
-        base = ("s3" if root_scheme in _S3_SCHEMES else root_scheme) + sep + rest
-    return absolute[len(base) + 1 :] if absolute.startswith(base + "/") else absolute
+    absolute = decoded_uri(logged)
+    inside = relative_under(absolute, root)
+    return absolute if inside is None else inside
 
 
 @dataclass

@@ -8,12 +8,11 @@ the manifest directory describes exactly the current version.
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
-
 from headwater import storage
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.schema.partitions import partition_dir
 from headwater.errors import OptionError, UnsupportedFeatureError
+from headwater.storage.paths import hadoop_uri
 
 MANIFEST_DIR = "_symlink_format_manifest"
 MODES = ("symlink_format_manifest",)
@@ -37,7 +36,7 @@ def generate(path: str, mode: str) -> int:
     groups: dict[str, list[str]] = {}
     for f in snapshot.files:
         key = partition_dir(f.partition_values, parts) if parts else ""
-        groups.setdefault(key, []).append(_absolute_uri(f.absolute(snapshot.root)))
+        groups.setdefault(key, []).append(hadoop_uri(f.absolute(snapshot.root)))
     root = storage.join(snapshot.root, MANIFEST_DIR)
     for key, files in groups.items():
         target = storage.join(root, key, "manifest") if key else storage.join(root, "manifest")
@@ -50,8 +49,3 @@ def generate(path: str, mode: str) -> int:
             if info.path.endswith("/manifest") and info.path not in wanted:
                 storage.delete_file(info.path)
     return len(groups)
-
-
-def _absolute_uri(path: str) -> str:
-    """As delta-spark writes them (Hadoop's ``Path.toString``: ``file:/abs/path``, unescaped)."""
-    return path if urlparse(path).scheme else f"file:{storage.normalize(path)}"

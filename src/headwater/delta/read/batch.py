@@ -43,6 +43,7 @@ from headwater.delta.read.source import FILE_COLUMN_OPTION
 from headwater.delta.schema.partitions import NULL_PARTITION, unescape
 from headwater.errors import CorruptLogError
 from headwater.originals import original
+from headwater.storage.paths import file_uri_spellings
 
 # Partition types whose directory text Spark parses back to exactly the logged value.
 _NATIVE_PARTITION_TYPES = (
@@ -141,7 +142,7 @@ def without_deleted_rows(
                 f"The scan of {snapshot.root} does not list {path}, which has a deletion "
                 "vector; its deleted rows cannot be dropped. Nothing was read."
             )
-        for name in native_scan.uri_spellings(uri):
+        for name in file_uri_spellings(uri):
             names.append(name)
             rows.append(deleted.astype("int64"))
     table = pa.table(

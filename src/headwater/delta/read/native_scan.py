@@ -19,8 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from headwater.delta.files.data_files import local_path
 from headwater.delta.log.delta_log import DataFile, Snapshot
+from headwater.storage.paths import file_uri_spellings, local_path
 
 # Below this many files explicit paths are listed serially on the driver (Spark's
 # spark.sql.sources.parallelPartitionDiscovery.threshold): cheaper than a folder listing.
@@ -56,16 +56,6 @@ def listed_files(spark: SparkSession, df: DataFrame) -> dict[str, str]:
     return {local_path(uri): uri for uri in str(joined).split("\n") if uri}
 
 
-def uri_spellings(uri: str) -> list[str]:
-    """A local file's URI as ``_metadata.file_path`` may spell it: Spark lists ``file:///x``
-    but its scan reports ``file:/x`` (both name the same file)."""
-    if uri.startswith("file:///"):
-        return [uri, "file:/" + uri[len("file:///") :]]
-    if uri.startswith("file:/") and not uri.startswith("file://"):
-        return [uri, "file:///" + uri[len("file:/") :]]
-    return [uri]
-
-
 def _only(folder: DataFrame, listed: set[str], wanted: set[str]) -> DataFrame:
     """``folder`` restricted to the files ``wanted`` (a filter Spark applies to its file
     list), naming whichever set is shorter: the wanted files or the others."""
@@ -74,7 +64,7 @@ def _only(folder: DataFrame, listed: set[str], wanted: set[str]) -> DataFrame:
         return folder
     keep = len(wanted) <= len(others)
     named = sorted(wanted if keep else others)
-    literals = ", ".join(_literal(s) for uri in named for s in uri_spellings(uri))
+    literals = ", ".join(_literal(s) for uri in named for s in file_uri_spellings(uri))
     test = "IN" if keep else "NOT IN"
     return folder.where(F.expr(f"_metadata.file_path {test} ({literals})"))
 
