@@ -14,30 +14,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Protocol
-
-from pyspark.sql import SparkSession
+from collections.abc import Callable
 
 from headwater import api
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
-from headwater.pipelines.runner.event_log import EventLog
-from headwater.pipelines.runner.flows import FlowRun
-
-
-class Update(Protocol):
-    """What of :class:`headwater.pipelines.runner.update.Update` a continuous run uses."""
-
-    spark: SparkSession
-    options: Any
-    stop: threading.Event
-    log: EventLog
-    runs: dict[str, FlowRun]
-
-    def run_flow(
-        self, graph: Graph, af: AnalysedFlow, trigger: dict[str, Any] | None = None
-    ) -> None: ...
-
+from headwater.pipelines.runner.context import UpdateContext
 
 FLUSH_EVERY_S = 10.0
 
@@ -54,14 +36,21 @@ def interval_seconds(text: str) -> float:
     raise ValueError(f"Unknown interval unit in '{text}'.")
 
 
-def run_continuous(update: Update, graph: Graph, to_run: list[AnalysedFlow]) -> None:
-    interval = update.options.trigger_interval
+def run_continuous(
+    ctx: UpdateContext,
+    graph: Graph,
+    to_run: list[AnalysedFlow],
+    run_flow: Callable[..., None],
+) -> None:
+    """Run until ``ctx.stop`` is set; ``run_flow(graph, flow, trigger=None)`` runs one
+    flow to its end (a stream under ``trigger`` until stopped)."""
+    interval = ctx.options.trigger_interval
     trigger = {"processingTime": interval}
     threads = []
     for af in to_run:
         if af.streaming or af.flow.once:
             t = threading.Thread(
-                target=update.run_flow,
+                target=run_flow,
                 args=(graph, af, None if af.flow.once else trigger),
                 name=f"flow-{af.flow.name}",
                 daemon=True,
@@ -72,23 +61,23 @@ def run_continuous(update: Update, graph: Graph, to_run: list[AnalysedFlow]) -> 
     seen: dict[str, tuple[int, ...]] = {}
     period = interval_seconds(interval)
     flushed = time.monotonic()
-    while not update.stop.is_set():
+    while not ctx.stop.is_set():
         for af in views:
             inputs = sorted(graph.upstream(af))
-            versions = tuple(_version(update, key) for key in inputs)
+            versions = tuple(_version(ctx, key) for key in inputs)
             if seen.get(af.flow.name) != versions:
-                update.run_flow(graph, af)
+                run_flow(graph, af)
                 seen[af.flow.name] = versions
         if time.monotonic() - flushed > FLUSH_EVERY_S:
-            update.log.flush()
+            ctx.log.flush()
             flushed = time.monotonic()
-        update.stop.wait(period)
+        ctx.stop.wait(period)
     for t in threads:
         t.join()
     for af in views:
-        update.runs[af.flow.name].update_ended()
+        ctx.runs[af.flow.name].update_ended()
 
 
-def _version(update: Update, key: str) -> int:
-    table = api.table(update.spark, key)
+def _version(ctx: UpdateContext, key: str) -> int:
+    table = api.table(ctx.spark, key)
     return DeltaLog(table.location).latest_version() if table.exists() else -1

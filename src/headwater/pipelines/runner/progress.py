@@ -10,8 +10,8 @@ import sys
 from typing import TextIO
 
 from headwater.event_log_format import DataQuality, FlowProgress, FlowStatus
+from headwater.pipelines.runner.context import UpdateResult
 from headwater.pipelines.runner.event_log import Event
-from headwater.pipelines.runner.update import UpdateResult
 
 SHOWN = {
     FlowStatus.QUEUED,

@@ -1,0 +1,198 @@
+"""One flow run to its end (Spark's pipeline server splits this into a flow planner and
+the flow's execution): set up its reads, pick the plan of its kind — AUTO CDC, a stream
+into a table or sink, a materialized view's recompute, a batch appended once — and run it,
+restarting a stream that Auto Loader stopped for new columns and retrying a failure up to
+the update's retries (a transient one at least :data:`.retry.TRANSIENT_RETRIES` times).
+A failed flow fails only itself: what it raises is recorded on its :class:`FlowRun`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from headwater import api
+from headwater.errors import ExpectationViolationError
+from headwater.event_log_format import FlowStatus
+from headwater.pipelines.graph.analysis import AnalysedFlow, Graph, evaluate
+from headwater.pipelines.graph.reads import PipelineReads
+from headwater.pipelines.runner import flows as flow_runs
+from headwater.pipelines.runner import retry as run_retry
+from headwater.pipelines.runner.context import UpdateContext
+from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quarantine_name, violation
+from headwater.pipelines.runner.flows import FlowRun
+from headwater.pipelines.runner.interrupt import BatchGate
+
+SCHEMA_RESTARTS = 10  # restarts of a stream Auto Loader stopped for new columns
+
+
+class FlowExecutor:
+    """Runs the flows of one update, each in the thread that calls :meth:`run_flow`."""
+
+    def __init__(self, ctx: UpdateContext) -> None:
+        self.ctx = ctx
+
+    def run_flow(
+        self, graph: Graph, af: AnalysedFlow, trigger: dict[str, Any] | None = None
+    ) -> None:
+        """Run ``af`` to the end (a stream: until ``availableNow`` has drained, or until
+        stopped under ``trigger``), retrying up to ``max_retries`` times (a transient
+        failure at least :data:`.retry.TRANSIENT_RETRIES` times)."""
+        run = self.ctx.runs[af.flow.name]
+        start = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                self.attempt(graph, af, run, trigger or {"availableNow": True})
+                stopped = self.ctx.stop.is_set() and (trigger is not None or run.stopped)
+                run.completed(stopped)
+                break
+            except Exception as e:  # the flow fails; the update goes on
+                again = not isinstance(e, ExpectationViolationError) and not self.ctx.stop.is_set()
+                if attempt < run_retry.retries(e, self.ctx.options.max_retries) and again:
+                    attempt += 1
+                    self.ctx.log.flow_progress(
+                        af.flow.name, af.target, FlowStatus.RETRYING, error=e
+                    )
+                    if not self.ctx.stop.wait(run_retry.pause(e, attempt)):
+                        continue
+                run.failed(e)
+                break
+        run.seconds = flow_runs.elapsed(start)
+        self.ctx.log.flow_progress(
+            af.flow.name,
+            af.target,
+            run.status,
+            run.metrics,
+            run.data_quality,
+            error=run.error,
+            seconds=run.seconds,
+        )
+
+    def attempt(
+        self, graph: Graph, af: AnalysedFlow, run: FlowRun, trigger: dict[str, Any]
+    ) -> None:
+        flow = af.flow
+        once_key = f"{af.flow.name}@{self.ctx.layout.read_state('epochs').get(af.target, 0)}"
+        if flow.once and self.ctx.layout.read_state("once").get(once_key):
+            run.completed()
+            return
+        run.starting()
+        self.ctx.log.flow_progress(flow.name, af.target, FlowStatus.STARTING)
+        for key, value in flow.spark_conf.items():
+            self.ctx.spark.conf.set(key, value)
+        for restart in range(SCHEMA_RESTARTS + 1):
+            try:
+                self.write(graph, af, run, trigger, once_key)
+                break
+            except flow_runs.SchemaChanged as e:
+                if restart == SCHEMA_RESTARTS:
+                    raise
+                self.ctx.log.flow_progress(flow.name, af.target, FlowStatus.RESTARTING, error=e)
+        if flow.once:
+            with self.ctx.state_lock:
+                done = self.ctx.layout.read_state("once")
+                done[once_key] = True
+                self.ctx.layout.write_state("once", done)
+
+    def write(
+        self, graph: Graph, af: AnalysedFlow, run: FlowRun, trigger: dict[str, Any], once_key: str
+    ) -> None:
+        """Evaluate the flow against the real tables and write its rows once, checked by
+        its dataset's expectations."""
+        flow, dataset = af.flow, graph.datasets[af.target]
+        rules = Rules(af.target, dataset.expectations)
+        aside = quarantine_name(dataset, af.target) if rules.quarantines else None
+        reads = self.reads(graph, af, run, rules.quarantines)
+        run.after_commit.clear()
+        run.gate = BatchGate(self.ctx.stop)
+        try:
+            df = evaluate(flow, reads)
+            run.running(
+                [self.ctx.layout.source_state(flow.name, i) for i in range(reads.sources_seen)]
+            )
+            self.ctx.log.flow_progress(flow.name, af.target, FlowStatus.RUNNING)
+            stream_trigger = {"availableNow": True} if flow.once else trigger
+            query_name = f"{self.ctx.spec.name}.{flow.name}"
+            if flow.auto_cdc is not None:
+                app_id = f"headwater-cdc:{self.ctx.log.pipeline_id}:{once_key}"
+                run.query = flow_runs.apply_changes(
+                    self.ctx.spark,
+                    af,
+                    dataset,
+                    df,
+                    self.ctx.layout,
+                    stream_trigger,
+                    query_name=query_name,
+                    run=run,
+                    app_id=app_id,
+                )
+            elif df.isStreaming:
+                run.query = flow_runs.start_stream(
+                    self.ctx.spark,
+                    af,
+                    dataset,
+                    df,
+                    self.ctx.layout,
+                    stream_trigger,
+                    query_name=query_name,
+                    run=run,
+                    rules=rules,
+                    quarantine=aside,
+                )
+            if flow.auto_cdc is not None or df.isStreaming:
+                if run.query is not None:  # (snapshot flows are applied in batch)
+                    flow_runs.await_stream(run.query, run, self.ctx.stop, self.batch_done)
+                return
+            if dataset.kind == "materialized_view":
+                result = flow_runs.refresh_view(
+                    self.ctx.spark, af, dataset, df, run=run, rules=rules, quarantine=aside
+                )
+            else:
+                app_id = f"headwater-pipeline:{self.ctx.log.pipeline_id}:{once_key}"
+                result = flow_runs.append_once(
+                    self.ctx.spark, af, dataset, df, app_id, run=run, rules=rules, quarantine=aside
+                )
+            run.num_output_rows = result.num_rows if result else 0
+            if result is not None and result.version is not None:
+                for count in run.after_commit:
+                    count()
+        except Exception as e:
+            found = violation(e, flow.name)
+            if found is None:
+                raise
+            raise found from None
+        finally:
+            reads.drop_views()
+
+    def batch_done(self, run: FlowRun) -> None:
+        self.ctx.log.flow_progress(
+            run.name, run.target, FlowStatus.RUNNING, run.metrics, run.data_quality
+        )
+
+    def reads(
+        self, graph: Graph, af: AnalysedFlow, run: FlowRun, quarantines: bool = False
+    ) -> PipelineReads:
+        def source(
+            reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
+        ) -> DataFrame:
+            dataset = graph.datasets[key]
+            if dataset.kind == "temporary_view":
+                df = evaluate(graph.flows_into(key)[0].flow, reads)
+                if not dataset.expectations:
+                    return df
+                return flow_runs.check_view(df, Rules(key, dataset.expectations), run)
+            table = api.table(self.ctx.spark, key)
+            return table.read_stream(options) if streaming else table.read(options=options)
+
+        return PipelineReads(
+            self.ctx.spark,
+            graph.names,
+            set(graph.datasets),
+            source,
+            af.flow.origin,
+            lambda i: self.ctx.layout.source_state(af.flow.name, i),
+            file_column=FILE_METADATA if quarantines else None,
+        )
