@@ -2,17 +2,17 @@
 
 A batch's events no newer than what the state (or the target's sequence column) knows of
 their key are dropped; per key the newest remaining event wins (with
-``ignore_null_updates``, each column takes its newest non-null value since the last
-delete). The target commits first, then the state: a batch replayed after a crash between
+``ignore_null_updates`` each column keeps its own clock instead: :mod:`.scd1_nulls`). The target commits first, then the state: a batch replayed after a crash between
 the two skips the target's MERGE (already recorded) and the state catches up.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from headwater import api
+from headwater.pipelines.cdc import scd1_nulls
 from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UPSERT
 from headwater.pipelines.cdc.state import (
     STATE_AT,
@@ -47,8 +47,9 @@ def apply_scd1(
     events: DataFrame,
     batch_id: int,
 ) -> CdcResult:
+    if plan.spec.ignore_null_updates:
+        return apply_ignoring_nulls(plan, state_table, target, (app_id, batch_id), events)
     keys = list(plan.keys)
-    spec = plan.spec
     in_target = sequence_in_target(plan)
     state = state_table.rows()
     if state is None:  # nothing known yet: every event is newer
@@ -68,28 +69,13 @@ def apply_scd1(
     newer = known.filter(F.col("__hw_prev").isNull() | (F.col(SEQ) > F.col("__hw_prev")))
     data = [c for c in plan.columns if c not in keys]
     order = F.struct(F.col(SEQ), F.col(OP))  # on a tie, a delete wins (as in SDP)
-    values: list[Column] = []
-    if spec.ignore_null_updates:  # each column's newest non-null value since a delete
-        by_key = Window.partitionBy(*keys)
-        last_delete = F.max(F.when(F.col(OP) == DELETE, F.col(SEQ))).over(by_key)
-        newer = newer.withColumn("__hw_last_delete", last_delete)
-        since = F.col("__hw_last_delete").isNull() | (F.col(SEQ) > F.col("__hw_last_delete"))
-        for c in data:
-            usable = (F.col(OP) == UPSERT) & F.col(f"`{c}`").isNotNull() & since
-            values.append(F.max_by(F.col(f"`{c}`"), F.when(usable, F.col(SEQ))).alias(c))
-    else:
-        values = [F.max_by(F.col(f"`{c}`"), order).alias(c) for c in data]
+    values = [F.max_by(F.col(f"`{c}`"), order).alias(c) for c in data]
     changes = (
         newer.groupBy(*keys)
         .agg(
             *values,
             F.max(SEQ).alias(SEQ),
             F.max_by(F.col(OP), order).alias(OP),
-            # after a delete (in this batch or before), a null column is null, not "unchanged"
-            (
-                F.max(F.when(F.col(OP) == DELETE, F.lit(1))).isNotNull()
-                | F.coalesce(F.max(F.col("__hw_gone").cast("int")) == 1, F.lit(False))
-            ).alias("__hw_reset"),
         )
         .persist()
     )
@@ -101,7 +87,7 @@ def apply_scd1(
                 "matched",
                 "update",
                 f"s.{OP} = {UPSERT}{newer_than}",
-                {f"`{c}`": updated(plan, c) for c in data},
+                {f"`{c}`": F.col(f"s.`{c}`") for c in data},
             ),
             api.Clause(
                 "not_matched",
@@ -128,11 +114,23 @@ def apply_scd1(
         changes.unpersist()
 
 
-def updated(plan: CdcPlan, column: str) -> Column:
-    """A matched key's new value of ``column``: with ``ignore_null_updates`` a null keeps
-    the target's value, unless the key was deleted since."""
-    if not plan.spec.ignore_null_updates:
-        return F.col(f"s.`{column}`")
-    return F.when(F.col("s.__hw_reset"), F.col(f"s.`{column}`")).otherwise(
-        F.coalesce(F.col(f"s.`{column}`"), F.col(f"t.`{column}`"))
-    )
+def apply_ignoring_nulls(
+    plan: CdcPlan,
+    state_table: CdcState,
+    target: api.Table,
+    txn: tuple[str, int],
+    events: DataFrame,
+) -> CdcResult:
+    """A batch with ``ignore_null_updates``: each column on its own clock (see
+    :mod:`.scd1_nulls`); the state holds every key, merged."""
+    found = scd1_nulls.changes(plan, events, state_table.rows()).persist()
+    try:
+        on = keys_equal(plan, "t", "s")
+        result = commit_target(target, found, txn, on, scd1_nulls.target_clauses(plan))
+        upsert = [api.Clause("matched", "update"), api.Clause("not_matched", "insert")]
+        rows = scd1_nulls.state_rows(plan, found)
+        on_state = keys_equal(plan, "t", "s")
+        state_table.table.merge(rows.alias("s"), on_state, upsert, txn, "t", evolve=True)
+        return result
+    finally:
+        found.unpersist()

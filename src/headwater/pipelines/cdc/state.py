@@ -34,6 +34,13 @@ from headwater.pipelines.define.auto_cdc import CdcPlan
 STATE_SEQ = "__sequence"
 STATE_DELETED = "__deleted"
 STATE_AT = "__deleted_at"
+LAST_DELETE = "__last_delete"  # SCD1 with ignore_null_updates (see .scd1_nulls)
+
+
+def column_seq(column: str) -> str:
+    """SCD1 with ``ignore_null_updates``: the state's column holding the sequence value
+    of the event whose value of ``column`` the target holds."""
+    return f"__seq__{column}"
 
 
 @dataclass
@@ -47,14 +54,21 @@ class CdcResult:
 
 def state_schema(plan: CdcPlan) -> StructType:
     """The state table's columns: the keys, (SCD2) the target's other columns, then the
-    sequence value, whether the event is a delete and when the delete was applied."""
+    sequence value, whether the event is a delete and when the delete was applied (SCD1
+    with ``ignore_null_updates``: then the newest delete and each column's clock)."""
     names = plan.columns if plan.scd2 else plan.keys
+    seq = plan.sequence_type
+    by_column = []
+    if not plan.scd2 and plan.spec.ignore_null_updates:
+        data = [c for c in plan.columns if c not in plan.keys]
+        by_column = [StructField(n, seq, True) for n in [LAST_DELETE, *map(column_seq, data)]]
     return StructType(
         [
             *[plan.schema[c] for c in names],
-            StructField(STATE_SEQ, plan.sequence_type, True),
+            StructField(STATE_SEQ, seq, True),
             StructField(STATE_DELETED, BooleanType(), True),
             StructField(STATE_AT, TimestampType(), True),
+            *by_column,
         ]
     )
 
