@@ -8,6 +8,8 @@ look columns up by physical name and present them under their logical names.
 
 from __future__ import annotations
 
+import uuid
+
 import pyarrow as pa
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
@@ -19,6 +21,42 @@ MODES = ("none", "name", "id")
 
 def mode(configuration: dict[str, str]) -> str:
     return configuration.get("delta.columnMapping.mode", "none").lower()
+
+
+MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
+
+
+def assign(schema: StructType, configuration: dict[str, str]) -> StructType:
+    """A new table's schema with a mapping for every (nested) field, when its properties
+    turn column mapping on (``name`` or ``id``) and the schema has none yet: ids 1, 2, ...
+    depth first and ``col-<uuid>`` physical names, as delta-spark assigns them. Records the
+    highest id in ``configuration`` (``delta.columnMapping.maxColumnId``). Without this the
+    table's log would name the mode with unmapped columns, which no reader accepts."""
+    if mode(configuration) == "none" or is_mapped(schema):
+        return schema
+    counter = [int(configuration.get(MAX_COLUMN_ID, 0))]
+
+    def walk(t: DataType) -> DataType:
+        if isinstance(t, StructType):
+            fields = []
+            for f in t.fields:
+                counter[0] += 1
+                meta = {
+                    **(f.metadata or {}),
+                    COLUMN_ID: counter[0],
+                    PHYSICAL_NAME: f"col-{uuid.uuid4()}",
+                }
+                fields.append(StructField(f.name, walk(f.dataType), f.nullable, meta))
+            return StructType(fields)
+        if isinstance(t, ArrayType):
+            return ArrayType(walk(t.elementType), t.containsNull)
+        if isinstance(t, MapType):
+            return MapType(walk(t.keyType), walk(t.valueType), t.valueContainsNull)
+        return t
+
+    mapped = walk(schema)
+    configuration[MAX_COLUMN_ID] = str(counter[0])
+    return mapped  # type: ignore[return-value]
 
 
 def physical_schema(logical: StructType) -> StructType:

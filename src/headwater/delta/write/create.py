@@ -21,6 +21,7 @@ from headwater.delta.log.actions import Metadata, now_ms
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.log.operations import Operation
+from headwater.delta.schema import column_mapping
 from headwater.delta.schema import table_schema as schemas
 from headwater.errors import ProtocolChangedException, TableAlreadyExistsError, TableNotFoundError
 
@@ -34,11 +35,13 @@ def new_metadata(
     """The metadata of a new table (a fresh table id)."""
     schemas.check_writable(schema, list(partition_by))
     column_values.check_definition(schema)
+    configuration = dict(properties or {})
+    schema = column_mapping.assign(schema, configuration)
     return Metadata(
         id=str(uuid.uuid4()),
         schema_string=schemas.to_delta_json(schemas.with_declared_not_null(schema)),
         partition_columns=tuple(partition_by),
-        configuration=dict(properties or {}),
+        configuration=configuration,
         description=description,
         created_time=now_ms(),
     )
