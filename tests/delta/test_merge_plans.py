@@ -11,6 +11,7 @@ from deltalake import DeltaTable as RsTable
 from pyspark.sql import functions as F
 
 from headwater.delta.dml import merge as merge_module
+from headwater.delta.dml import merge_plan
 from headwater.delta.tables import DeltaTable
 from headwater.errors import DeltaError
 
@@ -18,8 +19,8 @@ from headwater.errors import DeltaError
 @pytest.fixture(params=["skip-touched-join", "touched-join-first"])
 def plan(request, monkeypatch):
     if request.param == "touched-join-first":
-        monkeypatch.setattr(merge_module, "OPTIMISTIC_MIN_ROWS", 0)
-        monkeypatch.setattr(merge_module, "OPTIMISTIC_ROWS_PER_SOURCE_ROW", 0)
+        monkeypatch.setattr(merge_plan, "OPTIMISTIC_MIN_ROWS", 0)
+        monkeypatch.setattr(merge_plan, "OPTIMISTIC_ROWS_PER_SOURCE_ROW", 0)
     return request.param
 
 

@@ -1,5 +1,9 @@
 """MERGE with delta-spark's semantics, executed by Spark and committed as one Delta commit.
 
+What to do is decided first, as a value (:mod:`.merge_plan`: the clauses, the output schema,
+the candidate files and the strategy); this module gathers the facts that plan needs and
+executes it.
+
 The target rows that can take part are those of the files whose key range overlaps the
 source's (the log's min/max stats, against one aggregate over the source). Those rows are
 full-outer-joined with the source, each joined row is labelled with the clause that acts on
@@ -29,26 +33,32 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from headwater import storage
 from headwater.delta.dml import vectors
-from headwater.delta.dml.rewrite import Result, commit_rewrite, evolve_schema, open_transaction
-from headwater.delta.dml.target import (
-    FILE_COL,
-    ROW_INDEX_COL,
-    files_named,
-    known_rows,
-    read_target,
+from headwater.delta.dml.merge_plan import (
+    BROADCAST_ROWS,
+    MergePlan,
+    MergeRequest,
+    SourceStats,
+    Strategy,
+    TargetFacts,
+    plan_merge,
+    source_keys,
 )
+from headwater.delta.dml.rewrite import Result, commit_rewrite, evolve_schema, open_transaction
+from headwater.delta.dml.target import FILE_COL, ROW_INDEX_COL, files_named, live_rows, read_target
 from headwater.delta.files import change_data, column_values, identity
 from headwater.delta.files.data_files import STAGING_DIR, discard_files, local_path, write_files
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
 from headwater.delta.read import pruning
+from headwater.delta.read.pruning import EquiKey
 from headwater.delta.schema.expressions import ExprLike, as_column, condition_text, holds
 from headwater.delta.schema.merge_clauses import Clause, assigned
 from headwater.errors import DeltaError
@@ -57,16 +67,6 @@ ACTION_COL = "__hw_action"
 ROW_COL = "__hw_row"
 SRC_COL = "__hw_src"
 MATCHED_COL = "__hw_matched"
-
-# Skip the touched-files join when the candidate files hold at most this many rows per
-# source row (or at most OPTIMISTIC_MIN_ROWS): rewriting an untouched candidate file in
-# vain then costs about what the join would have.
-OPTIMISTIC_ROWS_PER_SOURCE_ROW = 2
-OPTIMISTIC_MIN_ROWS = 1_000_000
-
-# With deletion vectors: a source of at most this many rows is broadcast to the target's
-# scan, and at most this many matched rows are broadcast to the write.
-BROADCAST_ROWS = 2_000_000
 
 MULTIPLE_MATCH = (
     "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform MERGE: several "
@@ -114,106 +114,100 @@ def merge(
     txn, done = open_transaction(spark, snapshot, operation, txn_id)
     if done:
         return Result(None, {})
-    plan = _Merge(spark, snapshot, source, condition, clauses, target_alias or "target", evolve)
-    for c in clauses:  # a GENERATED ALWAYS identity column takes no value from a clause
-        if c.action in ("update", "insert"):
-            names = column_values.assigned_names(c.assignments, plan.src_columns)
-            identity.refuse_explicit(names, snapshot.schema, f"MERGE's {c.action} clause")
-    if (plan.matched or plan.by_source) and vectors.applies(snapshot):
-        return plan.run_with_vectors(txn)
-    written, touched, n_source = plan.run()
-    return plan.commit(txn, written, touched, n_source)
+    deletion_vectors = vectors.applies(snapshot)
+    request = MergeRequest(
+        condition,
+        tuple(clauses),
+        TargetFacts(
+            snapshot.schema,
+            tuple(snapshot.partition_columns),
+            tuple(snapshot.files),
+            snapshot.add_actions,
+            deletion_vectors,
+            # Only rewrites weigh the rows of the files they read (reading the counts on a
+            # table with deletion vectors replays the log).
+            None if deletion_vectors else live_rows(snapshot),
+        ),
+        source.schema,
+        target_alias or "target",
+        evolve,
+    )
+    keys = source_keys(request)
+    plan = plan_merge(request, _measure(source, keys) if keys else None)
+    if plan.changes_schema:
+        snapshot.check_writable(schema_change=True)
+    run = _Merge(spark, snapshot, source, plan)
+    if plan.strategy is Strategy.DELETION_VECTORS:
+        return run.run_with_vectors(txn)
+    written, touched = run.run()
+    return run.commit(txn, written, touched)
+
+
+def _measure(source: DataFrame, keys: tuple[EquiKey, ...]) -> SourceStats:
+    """The source's rows and each key's (min, max) there, from one aggregate."""
+    aggs = [F.count(F.lit(1))]
+    for k in keys:
+        aggs += [F.min(F.expr(k.source)), F.max(F.expr(k.source))]
+    try:
+        row = source.agg(*aggs).collect()[0]
+    except AnalysisException:  # the condition names the source differently: no pruning
+        return SourceStats(source.count(), None)
+    bounds = tuple((row[1 + 2 * i], row[2 + 2 * i]) for i in range(len(keys)))
+    return SourceStats(int(row[0]), bounds)
 
 
 class _Merge:
-    """One MERGE's plan: its clauses as integer action codes, the merged rows' columns, and
-    the writes and commit that carry them out."""
+    """One MERGE plan's execution: its clauses as Spark columns over integer action codes,
+    the merged rows' columns, and the writes and commit that carry them out."""
 
     def __init__(
-        self,
-        spark: SparkSession,
-        snapshot: Snapshot,
-        source: DataFrame,
-        condition: ExprLike,
-        clauses: list[Clause],
-        alias: str,
-        evolve: bool,
+        self, spark: SparkSession, snapshot: Snapshot, source: DataFrame, plan: MergePlan
     ) -> None:
-        self.spark, self.snapshot, self.source, self.alias = spark, snapshot, source, alias
-        self.condition = condition
-        self.on = as_column(condition)
+        self.spark, self.snapshot, self.source, self.plan = spark, snapshot, source, plan
+        self.alias = plan.alias
+        self.on = as_column(plan.condition)
         self.schema = snapshot.schema
-        self.clauses = clauses
-        self.matched = [c for c in clauses if c.kind == "matched"]
-        self.by_source = [c for c in clauses if c.kind == "not_matched_by_source"]
-        self.inserts = [c for c in clauses if c.kind == "not_matched"]
+        self.out_schema = plan.output_schema
+        self.codes = plan.codes
         self.src = source.withColumn(SRC_COL, F.lit(True))
-        self.out_schema = self.schema
-        if evolve:
-            names = {f.name.lower() for f in self.schema}
-            extra = [f for f in source.schema if f.name.lower() not in names]
-            self.out_schema = StructType(
-                list(self.schema.fields) + [StructField(f.name, f.dataType, True) for f in extra]
-            )
-        if self.out_schema != self.schema:
-            snapshot.check_writable(schema_change=True)
-        self.deletes = self._labels(("m", "b"), "delete")
-        self.updates = self._labels(("m", "b"), "update")
-        self.inserted = self._labels(("n",), "insert")
-        self.codes = {label: code for code, label in enumerate(["skip", *self._all()])}
         self._tests: dict[str, Column] = {}
         self._actions: dict[str, Column] = {}
         self.src_columns = {c.lower(): self.src[c] for c in source.columns}
         self.target_marker = FILE_COL  # non-null exactly on joined rows with a target row
-        self.read: list[DataFile] = snapshot.files  # the files the plan reads (see run)
+        self.read: list[DataFile] = list(plan.reads)  # for the commit's conflict check
 
-    # -- planning ----------------------------------------------------------------------------
+    # -- the rewrite strategies --------------------------------------------------------------
 
-    def run(self) -> tuple[_Written, set[str], int | None]:
-        """Write the merged rows: (what was written, the files it replaces, source rows).
-        The files read are kept in ``self.read``, for the commit's conflict check."""
-        snapshot = self.snapshot
-        if self.by_source:  # every target row can act: every file is rewritten
-            self.read = snapshot.files
-            touched = {f.absolute(snapshot.root) for f in snapshot.files}
-            known = known_rows(snapshot, snapshot.files)
+    def run(self) -> tuple[_Written, set[str]]:
+        """Write the merged rows: (what was written, the files it replaces)."""
+        snapshot, plan, files = self.snapshot, self.plan, self.read
+        known = plan.candidate_rows
+        if plan.strategy is Strategy.INSERT_ONLY:  # nothing is rewritten
+            rows = self.src.join(self._target(files), self.on, "left_anti")
+            joined = rows.withColumn(FILE_COL, F.lit(None).cast("string"))
+            return self._write(joined, with_target=False), set()
+        if plan.strategy is Strategy.REWRITE_ALL:  # every target row can act
             if known is None:
-                self._touched_files(snapshot.files)  # fails when a target row matches twice
-            written = self._write(self._joined(None, None))
+                self._touched_files(files)  # fails when a target row matches twice
+            written = self._write(self._joined(files, None))
             if known is not None and written.matched_pairs + written.unmatched_target > known:
                 discard_files(snapshot.root, written.adds)
                 raise DeltaError(MULTIPLE_MATCH)
-            return written, touched, None
-        # Without NOT MATCHED BY SOURCE clauses only target rows that can match a source row
-        # matter: files whose key range misses the source's are neither read nor rewritten.
-        candidates, n_source = self._candidates()
-        files = snapshot.files if candidates is None else candidates
-        self.read = files
-        if not self.matched:  # inserts only: nothing is rewritten
-            rows = self.src.join(self._target(candidates), self.on, "left_anti")
-            joined = rows.withColumn(FILE_COL, F.lit(None).cast("string"))
-            return self._write(joined, with_target=False), set(), n_source
-        known = known_rows(snapshot, files)
-        if known is not None and n_source is not None and _optimistic(known, n_source):
+            return written, {f.absolute(snapshot.root) for f in files}
+        if plan.strategy is Strategy.OPTIMISTIC:
+            assert known is not None
             paths = {local_path(f.absolute(snapshot.root)) for f in files}
             written = self._write(self._joined(files, None))
             if written.matched_pairs + written.unmatched_target > known:
                 discard_files(snapshot.root, written.adds)
                 raise DeltaError(MULTIPLE_MATCH)
             if {local_path(p) for p in written.matched_files} == paths:
-                return written, written.matched_files, n_source
+                return written, written.matched_files
             discard_files(snapshot.root, written.adds)  # some candidate was untouched: redo
             touched = written.matched_files
         else:
             touched = self._touched_files(files)
-        return self._write(self._joined(files, touched)), touched, n_source
-
-    def _candidates(self) -> tuple[list[DataFile] | None, int | None]:
-        """(the files whose key range overlaps the source's, or None: all; source rows)."""
-        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
-        if keys:
-            return pruning.merge_candidates(self.snapshot, self.source, keys)
-        return None, None
+        return self._write(self._joined(files, touched)), touched
 
     def run_with_vectors(self, txn: Transaction) -> Result:
         """MERGE on a table with deletion vectors enabled: target rows that are updated or
@@ -223,16 +217,16 @@ class _Merge:
         Two Spark jobs: :meth:`_acted_rows` finds the target rows the clauses act on, and
         :meth:`_write_new` writes the new rows from them and the source.
         """
-        needed = self._target_columns_read()
+        needed = list(self.plan.target_columns_read)
         self.target_marker = ROW_INDEX_COL
-        pairs, n_source = self._acted_rows(needed)
-        changed = [self.codes[lab] for lab in [*self.updates, *self.deletes]]
+        pairs = self._acted_rows(needed)
+        changed = [self.codes[lab] for lab in [*self.plan.updates, *self.plan.deletes]]
         deleted = pairs.filter(
             pc.is_in(pairs[ACTION_COL], pa.array(changed, pairs[ACTION_COL].type))
         )
         written = self._write_new(pairs, needed)
         counts = written.counts
-        acted = sum(counts.get(label, 0) for label in [*self.updates, *self.deletes])
+        acted = sum(counts.get(label, 0) for label in [*self.plan.updates, *self.plan.deletes])
         if acted != deleted.num_rows:  # the two jobs saw different rows
             discard_files(self.snapshot.root, written.adds)
             raise DeltaError(
@@ -241,7 +235,7 @@ class _Merge:
                 "Nothing was committed; materialize the source (for example write it out or "
                 "checkpoint it) and run the MERGE again."
             )
-        metrics = self._metrics(counts, written, n_source, removed=0)
+        metrics = self._metrics(written, removed=0)
         metrics["numTargetRowsCopied"] = 0
         txn.read_files([f.path for f in self.read])
         try:
@@ -258,10 +252,9 @@ class _Merge:
             raise
         return Result(version, metrics, version is not None and txn.changes_schema)
 
-    def _acted_rows(self, needed: list[str]) -> tuple[pa.Table, int | None]:
+    def _acted_rows(self, needed: list[str]) -> pa.Table:
         """Job 1: the target rows the clauses can act on, brought to the driver as Arrow
-        (position, clause, whether a source row matched, the ``needed`` columns), and the
-        number of source rows.
+        (position, clause, whether a source row matched, the ``needed`` columns).
 
         The target's candidate rows are joined with the source (broadcast when small, after
         a filter to the candidates' key range). With NOT MATCHED BY SOURCE clauses every
@@ -269,24 +262,24 @@ class _Merge:
         acts on come back too. A target row matched twice fails here, before anything is
         written.
         """
-        candidates, n_source = self._candidates()
-        files = None if self.by_source else candidates
-        self.read = self.snapshot.files if files is None else files
+        plan = self.plan
+        files = None if plan.candidates is None else list(plan.candidates)
         target = read_target(self.spark, self.snapshot, files, row_index=True)
         target = target.alias(self.alias)
         source = self.src
-        keys = pruning.equi_keys(self.condition, self.schema, self.alias)
+        keys = list(plan.keys)
         in_range = pruning.source_key_filter(self.snapshot, files, keys) if files else None
         if in_range is not None:  # only these source rows can match the candidate files
             source = source.where(in_range)
-        if n_source is not None and n_source <= BROADCAST_ROWS:
+        if plan.broadcast_source:
             source = F.broadcast(source)  # the target's rows then stay where they are read
-        joined = target.join(source, self.on, "left_outer" if self.by_source else "inner")
+        by_source = plan.not_matched_by_source
+        joined = target.join(source, self.on, "left_outer" if by_source else "inner")
         rows = joined.withColumn(ACTION_COL, self._action())
         matched = F.col(SRC_COL).isNotNull()
-        if self.by_source:
-            by_source = self._labels(("b",), "update") + self._labels(("b",), "delete")
-            rows = rows.where(matched | self._is_any(by_source))
+        if by_source:
+            acting = plan.labels_of("b", "update") + plan.labels_of("b", "delete")
+            rows = rows.where(matched | self._is_any(acting))
         pairs = rows.select(
             FILE_COL,
             ROW_INDEX_COL,
@@ -296,7 +289,7 @@ class _Merge:
         ).toArrow()
         if vectors.has_duplicates(pairs.select([FILE_COL, ROW_INDEX_COL])):
             raise DeltaError(MULTIPLE_MATCH)
-        return pairs, n_source
+        return pairs
 
     def _write_new(self, pairs: pa.Table, needed: list[str]) -> _Written:
         """Job 2: write the updated and inserted rows. The source is joined with the matched
@@ -326,30 +319,6 @@ class _Merge:
         target columns the clauses read."""
         by_name = {f.name: f for f in self.schema}
         return StructType([StructField(ROW_INDEX_COL, LongType()), *[by_name[c] for c in needed]])
-
-    def _target_columns_read(self) -> list[str]:
-        """Target columns the condition and the clauses acting on target rows read, or keep
-        as they are (an update that assigns only some columns); all of them when that
-        cannot be told."""
-        by_lower = {f.name.lower(): f.name for f in self.schema}
-        needed: set[str] = set()
-        acting = [*self.matched, *self.by_source]
-        exprs = [self.condition, *[c.condition for c in acting if c.condition is not None]]
-        for c in acting:
-            if c.action != "update":
-                continue
-            if c.assignments is None:  # updateAll: columns the source lacks keep their value
-                needed |= {n for n in by_lower if n not in self.src_columns}
-            else:
-                assigned = {k.split(".")[-1].strip("`").lower() for k in c.assignments}
-                needed |= {n for n in by_lower if n not in assigned}
-                exprs += list(c.assignments.values())
-        for e in exprs:
-            refs = pruning.referenced_columns(e)
-            if refs is None:
-                return [f.name for f in self.schema]
-            needed |= refs & by_lower.keys()
-        return [f.name for f in self.schema if f.name.lower() in needed]
 
     def _target(self, files: list[DataFile] | None) -> DataFrame:
         return read_target(self.spark, self.snapshot, files).alias(self.alias)
@@ -388,7 +357,7 @@ class _Merge:
         keep)."""
         frames = joined if isinstance(joined, list) else [joined]
         t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
-        dropped = ["skip", *self.deletes] + ([] if kept else ["keep"])
+        dropped = ["skip", *self.plan.deletes] + ([] if kept else ["keep"])
         columns = self._columns(with_target, kept)
         observations, results = [], []
         for frame in frames:
@@ -396,7 +365,7 @@ class _Merge:
             observation = Observation(f"hw_merge_{uuid.uuid4().hex}")
             observed = labelled.observe(
                 observation,
-                *[F.count_if(self._is(lab)).alias(lab) for lab in self._all()],
+                *[F.count_if(self._is(lab)).alias(lab) for lab in self.plan.labels],
                 F.count_if(t_here & s_here).alias("__pairs"),
                 F.count_if(t_here & ~s_here).alias("__unmatched"),
                 F.collect_set(F.when(t_here & s_here, F.col(FILE_COL))).alias("__files")
@@ -411,11 +380,7 @@ class _Merge:
         for more in results[1:]:
             result = result.unionByName(more)
         files = write_files(
-            column_values.recompute(
-                result,
-                self.out_schema,
-                column_values.given_by_clauses(self.clauses, self.src_columns, self.out_schema),
-            ),
+            column_values.recompute(result, self.out_schema, self.plan.generated_given),
             self.snapshot.root,
             self.snapshot.partition_columns,
             self.out_schema,
@@ -425,7 +390,7 @@ class _Merge:
         return _Written(
             files.adds,
             files.rows,
-            {k: sum(int(got.get(k) or 0) for got in seen) for k in self._all()},
+            {k: sum(int(got.get(k) or 0) for got in seen) for k in self.plan.labels},
             {f for got in seen for f in got.get("__files") or []},
             sum(int(got.get("__pairs") or 0) for got in seen),
             sum(int(got.get("__unmatched") or 0) for got in seen),
@@ -448,16 +413,18 @@ class _Merge:
         return self._actions[self.target_marker]
 
     def _build_action(self) -> Column:
+        plan = self.plan
         t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
         tests = [
-            (t_here & s_here & holds(c.condition), f"m{i}") for i, c in enumerate(self.matched)
+            (t_here & s_here & holds(c.condition), f"m{i}") for i, c in enumerate(plan.matched)
         ]
         tests.append((t_here & s_here, "keep"))
         tests += [
-            (t_here & ~s_here & holds(c.condition), f"b{i}") for i, c in enumerate(self.by_source)
+            (t_here & ~s_here & holds(c.condition), f"b{i}")
+            for i, c in enumerate(plan.not_matched_by_source)
         ]
         tests.append((t_here, "keep"))
-        tests += [(s_here & holds(c.condition), f"n{i}") for i, c in enumerate(self.inserts)]
+        tests += [(s_here & holds(c.condition), f"n{i}") for i, c in enumerate(plan.not_matched)]
         action = F.when(tests[0][0], F.lit(self.codes[tests[0][1]]))
         for test, label in tests[1:]:
             action = action.when(test, F.lit(self.codes[label]))
@@ -474,7 +441,7 @@ class _Merge:
                 else F.lit(None).cast(f.dataType)
             )
             expr = F.when(self._is("keep"), value) if kept else None
-            for prefix, group in self._groups():
+            for prefix, group in self.plan.groups():
                 for i, c in enumerate(group):
                     if c.action in ("update", "insert"):
                         current = value if c.action == "update" else None
@@ -489,32 +456,18 @@ class _Merge:
     def _in_target(self, name: str) -> bool:
         return any(name == t.name for t in self.schema)
 
-    def _groups(self) -> list[tuple[str, list[Clause]]]:
-        return [("m", self.matched), ("b", self.by_source), ("n", self.inserts)]
-
-    def _all(self) -> list[str]:
-        return ["keep"] + [f"{p}{i}" for p, g in self._groups() for i in range(len(g))]
-
-    def _labels(self, prefixes: tuple[str, ...], action: str) -> list[str]:
-        return [
-            f"{p}{i}"
-            for p, g in self._groups()
-            if p in prefixes
-            for i, c in enumerate(g)
-            if c.action == action
-        ]
-
     def _changes(self) -> DataFrame:
         """The changed rows, for the change data feed (pre- and post-images, inserts, deletes)."""
-        labelled, updated = self.labelled, self._is_any(self.updates)
+        plan = self.plan
+        labelled, updated = self.labelled, self._is_any(plan.updates)
         after = labelled.select(*self._columns(self.with_target), ACTION_COL).where(
-            self._is_any([*self.updates, *self.inserted])
+            self._is_any([*plan.updates, *plan.inserts])
         )
         after = after.withColumn(
             change_data.CHANGE_TYPE,
             F.when(updated, F.lit("update_postimage")).otherwise(F.lit("insert")),
         )
-        before = labelled.where(self._is_any([*self.updates, *self.deletes])).select(
+        before = labelled.where(self._is_any([*plan.updates, *plan.deletes])).select(
             *[
                 (
                     F.col(f"{self.alias}.`{f.name}`")
@@ -533,11 +486,9 @@ class _Merge:
 
     # -- the commit --------------------------------------------------------------------------
 
-    def commit(
-        self, txn: Transaction, written: _Written, touched: set[str], n_source: int | None
-    ) -> Result:
+    def commit(self, txn: Transaction, written: _Written, touched: set[str]) -> Result:
         removed = files_named(self.snapshot, touched)
-        metrics = self._metrics(written.counts, written, n_source, removed=len(removed))
+        metrics = self._metrics(written, removed=len(removed))
         version = commit_rewrite(
             txn,
             read=self.read,
@@ -550,25 +501,11 @@ class _Merge:
         )
         return Result(version, metrics, version is not None and txn.changes_schema)
 
-    def _metrics(
-        self, counts: dict[str, int], written: _Written, n_source: int | None, removed: int
-    ) -> dict[str, int]:
-        def total(prefix: str, kind: str) -> int:
-            group = dict(self._groups())[prefix]
-            return sum(
-                counts.get(f"{prefix}{i}", 0) for i, c in enumerate(group) if c.action == kind
-            )
-
+    def _metrics(self, written: _Written, removed: int) -> dict[str, int]:
+        n_source = self.plan.source_rows
         return {
             "numSourceRows": self.source.count() if n_source is None else n_source,
-            "numTargetRowsInserted": total("n", "insert"),
-            "numTargetRowsUpdated": total("m", "update") + total("b", "update"),
-            "numTargetRowsMatchedUpdated": total("m", "update"),
-            "numTargetRowsNotMatchedBySourceUpdated": total("b", "update"),
-            "numTargetRowsDeleted": total("m", "delete") + total("b", "delete"),
-            "numTargetRowsMatchedDeleted": total("m", "delete"),
-            "numTargetRowsNotMatchedBySourceDeleted": total("b", "delete"),
-            "numTargetRowsCopied": counts.get("keep", 0),
+            **self.plan.row_metrics(written.counts),
             "numOutputRows": written.rows,
             "numTargetFilesAdded": len(written.adds),
             "numTargetFilesRemoved": removed,
@@ -589,7 +526,3 @@ def _staged(spark: SparkSession, root: str, rows: pa.Table, schema: StructType):
         yield spark.read.schema(schema).parquet(staging)
     finally:
         storage.delete_dir(staging)
-
-
-def _optimistic(known_rows: int, n_source: int) -> bool:
-    return known_rows <= max(OPTIMISTIC_ROWS_PER_SOURCE_ROW * n_source, OPTIMISTIC_MIN_ROWS)

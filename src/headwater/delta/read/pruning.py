@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import (
     EqualTo,
@@ -144,28 +144,6 @@ def keep_files(snapshot: Snapshot, filters: list[Filter]) -> list[DataFile]:
         return files
     mask = keep_mask(snapshot.add_actions, filters, snapshot.partition_columns)
     return [f for f, k in zip(files, pa.array(mask).to_pylist(), strict=True) if k]
-
-
-def merge_candidates(
-    snapshot: Snapshot, source: DataFrame, keys: list[EquiKey]
-) -> tuple[list[DataFile] | None, int]:
-    """Target files whose key ranges overlap the source's (None: no pruning), and the
-    number of source rows — both from one aggregate over the source."""
-    aggs = [F.count(F.lit(1))]
-    for k in keys:
-        aggs += [F.min(F.expr(k.source)), F.max(F.expr(k.source))]
-    try:
-        row = source.agg(*aggs).collect()[0]
-    except AnalysisException:  # the condition names the source differently: no pruning
-        return None, source.count()
-    n_source = int(row[0])
-    filters: list[Filter] = []
-    for i, k in enumerate(keys):
-        low, high = row[1 + 2 * i], row[2 + 2 * i]
-        if low is None:  # no non-null key in the source: nothing can match
-            return [], n_source
-        filters += [GreaterThanOrEqual((k.target,), low), LessThanOrEqual((k.target,), high)]
-    return keep_files(snapshot, filters), n_source
 
 
 # Key types whose logged min/max are exact bounds (timestamps are truncated to milliseconds
