@@ -82,14 +82,14 @@ def test_read_files_infers_types_batch_and_stream_as_the_platform_does(project):
 
     assert types(project, "sales_orders_raw") == {**TYPED, "_rescued_data": "string"}
     assert project.rows("sales_by_currency") == [("USD", 28.0)]
-    assert types(project, "batch_typed") == TYPED
+    assert types(project, "batch_typed") == {**TYPED, "_rescued_data": "string"}
     first = column(project, "batch_typed", "ordered_products[0]")
     assert tuple(first) == ("USD", 12.5, 2)
 
     strings = {name: "string" for name in TYPED}
     assert types(project, "strings_raw") == {**strings, "_rescued_data": "string"}
     assert types(project, "legacy_raw") == {**strings, "_rescued_data": "string"}
-    assert types(project, "batch_strings") == strings
+    assert types(project, "batch_strings") == {**strings, "_rescued_data": "string"}
     nested = column(project, "batch_strings", "customer")
     assert json.loads(nested) == {"name": "ann", "tier": 1}
 

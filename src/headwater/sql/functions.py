@@ -5,9 +5,13 @@
   given, and JSON and CSV columns get types (``inferColumnTypes`` true: integers, doubles,
   nested structs and arrays; JSON timestamps stay strings, CSV ones are typed, as Spark
   infers them), ``inferColumnTypes => false`` keeps strings, ``schemaHints`` override
-  inferred types. A batch read is Spark's own reader; under ``STREAM`` in a pipeline
-  (:func:`read_files_stream`) it is Auto Loader, with its rescue column
-  (``_rescued_data``) and ``schemaEvolutionMode`` (``addNewColumns``) defaults.
+  inferred types. Both forms add the rescue column ``_rescued_data`` when the schema is
+  inferred: a value that does not fit its column (a type mismatch, a column differing only
+  by case, a record that does not parse) is kept there as JSON, never dropped. A given
+  ``schema`` has none unless ``rescuedDataColumn`` names one; ``schemaEvolutionMode =>
+  'none'`` drops it. A batch read infers types with Spark's reader and reads the files with
+  Auto Loader's readers (:func:`read_files`); under ``STREAM`` in a pipeline
+  (:func:`read_files_stream`) it is Auto Loader, ``schemaEvolutionMode`` ``addNewColumns``.
 * ``cloud_files_state(location)``: Auto Loader's file state
   (:func:`headwater.autoloader.cloud_files_state`).
 * ``table_changes(table, start[, end])``: the table's change data feed.
@@ -18,15 +22,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater import event_log_format, storage
-from headwater.autoloader.options import CLOUD_OPTIONS
+from headwater.autoloader.discovery import list_source, partition_values
+from headwater.autoloader.options import CLOUD_OPTIONS, EVOLUTION_MODES, CloudFilesOptions
 from headwater.autoloader.schema import apply_hints
+from headwater.autoloader.source import CloudFilesStreamReader, FilesPartition, ResolvedSchema
+from headwater.copyinto.plan import balanced_groups
+from headwater.formats import FORMATS
 
 _EXTENSIONS = {
     "json": "json", "jsonl": "json", "ndjson": "json", "csv": "csv", "tsv": "csv",
@@ -63,25 +74,116 @@ def _args(name: str, args: list[str], least: int, most: int) -> list[str]:
 
 
 def read_files(spark: SparkSession, path: str, **options: str) -> DataFrame:
-    """Files under ``path`` read by Spark's reader (options as Spark's reader takes them)."""
+    """Files under ``path``: the schema is given or inferred by Spark's reader (options as
+    Spark's reader takes them); with a rescue column the rows come from Auto Loader's
+    readers, which keep what does not fit instead of turning it into nulls."""
     opts = dict(options)
     fmt = _format(opts, path)
     schema = _pop(opts, "schema")
     infer = _flag(_pop(opts, "inferColumnTypes"), "inferColumnTypes", True)
     hints = _pop(opts, "schemaHints")
+    rescue = _rescue_column(opts, fmt, given=bool(schema))
     if fmt == "csv" and path.rstrip("/").lower().endswith(".tsv") and "sep" not in opts:
         opts["sep"] = "\t"
+    reader_opts = dict(opts)
     if fmt == "csv" and _pop(opts, "inferSchema", keep=True) is None:
-        opts["inferSchema"] = str(infer).lower()
-    reader = spark.read.format(fmt).options(**opts)
+        reader_opts["inferSchema"] = str(infer).lower()
+    reader = spark.read.format(fmt).options(**reader_opts)
     if schema:
+        given = StructType.fromDDL(schema)
+        if rescue and isinstance(given, StructType):
+            return _rescued(spark, path, fmt, opts, given, rescue, True)
         return reader.schema(schema).load(path)
-    if not hints and (fmt != "json" or infer):
+    if not hints and (fmt != "json" or infer) and not rescue:
         return reader.load(path)
     inferred = reader.load(path).schema
     if fmt == "json" and not infer:  # top-level strings; objects and arrays as JSON text
         inferred = StructType([StructField(f.name, StringType(), True) for f in inferred])
-    return reader.schema(apply_hints(inferred, hints)).load(path)
+    inferred = apply_hints(inferred, hints)
+    if rescue:
+        corrupt = _pop(opts, "columnNameOfCorruptRecord", keep=True) or "_corrupt_record"
+        kept = [f for f in inferred if f.name not in (corrupt, rescue)]
+        return _rescued(spark, path, fmt, opts, StructType(kept), rescue, False)
+    return reader.schema(inferred).load(path)
+
+
+def _rescue_column(opts: dict[str, str], fmt: str, given: bool) -> str | None:
+    """The known platform's rule: ``_rescued_data`` when the schema is inferred, none for a
+    given schema, ``rescuedDataColumn`` names it (empty: none), and ``schemaEvolutionMode
+    => 'none'`` drops it. Formats whose rows cannot misfit (text, binaryFile), and XML,
+    which Auto Loader's readers do not read, have none."""
+    named = _pop(opts, "rescuedDataColumn")
+    mode = (_pop(opts, "schemaEvolutionMode") or "").lower()
+    if mode and mode not in EVOLUTION_MODES:
+        raise ValueError(
+            f"schemaEvolutionMode must be addNewColumns, rescue, failOnNewColumns or none, "
+            f"not '{mode}'."
+        )
+    if fmt not in FORMATS or fmt in ("text", "binaryfile"):
+        return None
+    if named is not None:
+        return named or None
+    return None if given or mode == "none" else "_rescued_data"
+
+
+def _rescued(
+    spark: SparkSession,
+    path: str,
+    fmt: str,
+    options: Mapping[str, str],
+    data: StructType,
+    rescue: str,
+    given: bool,
+) -> DataFrame:
+    """The files read as Auto Loader reads them (its option table, readers, partition
+    values and corrupt-file handling) into ``data`` plus ``rescue``, one Spark task per
+    group of files of similar size. A batch read keeps no schema versions nor file state,
+    so the schema location Auto Loader's options require is never used."""
+    root = storage.normalize(path)
+    cloud = _cloud_options(fmt, options, infer_types=True)
+    cloud.update({"rescuedDataColumn": rescue, "cloudFiles.schemaLocation": root})
+    mode = "rescue" if given else "addNewColumns"
+    cloud["cloudFiles.schemaEvolutionMode"] = mode
+    opts = replace(CloudFilesOptions.parse(cloud, user_schema=given), schema_location=None)
+    files = list(list_source(root, opts))
+    parts = list(opts.partition_columns or [])
+    if opts.partition_columns is None and not opts.recursive:
+        parts = list(dict.fromkeys(k for f in files for k in partition_values(root, f.path)))
+    meta = opts.file_metadata_column
+    if given:  # the user's schema is the output, as is; partition columns only if named
+        full = data if rescue in data.names else StructType([*data, _string(rescue)])
+        parts = [p for p in parts if p in data.names]
+        kept = StructType([f for f in data if f.name != rescue and f.name not in parts])
+        resolved = ResolvedSchema(kept, parts, rescue, full, meta)
+    else:
+        lower = {p.lower() for p in parts}
+        kept = StructType([f for f in data if f.name.lower() not in lower])
+        resolved = ResolvedSchema(kept, parts, rescue, metadata=meta)
+    if not files:
+        return spark.createDataFrame([], resolved.full)
+    groups = balanced_groups(files, spark.sparkContext.defaultParallelism)
+    rows = [(json.dumps([(f.path, f.size, f.mtime_ms) for f in g]),) for g in groups]
+    frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), "files string")
+    reader = CloudFilesStreamReader(root, opts, resolved)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for group in batch.column(0).to_pylist():
+                yield from reader.read(FilesPartition([tuple(f) for f in json.loads(group)]))
+
+    return frame.mapInArrow(run, resolved.full)
+
+
+def _string(name: str) -> StructField:
+    return StructField(name, StringType(), True)
+
+
+def _cloud_options(fmt: str, options: Mapping[str, str], infer_types: bool) -> dict[str, str]:
+    """``read_files``' options as Auto Loader's, written with or without ``cloudFiles.``."""
+    cloud = {"cloudFiles.format": fmt, "cloudFiles.inferColumnTypes": str(infer_types).lower()}
+    for key, value in options.items():
+        cloud[CLOUD_OPTIONS.get(f"cloudfiles.{key.lower()}") or key] = value
+    return cloud
 
 
 def read_files_stream(
@@ -94,9 +196,10 @@ def read_files_stream(
     opts = dict(options)
     fmt = _format(opts, path)
     schema = _pop(opts, "schema")
-    cloud = {"cloudFiles.format": fmt, "cloudFiles.inferColumnTypes": str(infer_types).lower()}
-    for key, value in opts.items():
-        cloud[CLOUD_OPTIONS.get(f"cloudfiles.{key.lower()}") or key] = value
+    mode = _pop(opts, "schemaEvolutionMode", keep=True)
+    if (mode or "").lower() == "none" and _pop(opts, "rescuedDataColumn", keep=True) is None:
+        opts["rescuedDataColumn"] = ""  # read_files drops the rescue column in mode none
+    cloud = _cloud_options(fmt, opts, infer_types)
     reader = spark.readStream.format("cloudFiles").options(**cloud)
     return (reader.schema(schema) if schema else reader).load(path)
 
