@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Run one optional test tier: a tier needs a pyspark other than the default venv's, or JVM
+# jars (jars/pom.xml), so it gets a virtual environment of its own, .venv-<tier>, and its
+# jars in the shared cache; the default .venv (pip only, no jar) is never touched.
+#
+#   scripts/tier.sh delta-spark               # the tier's tests (tests/engines)
+#   scripts/tier.sh delta-spark -k cdf -x     # any pytest arguments pass through
+#   scripts/tier.sh delta-spark tests/engines/test_shared_tables.py::test_plain
+#
+# Tiers:
+#   delta-spark  pyspark 4.2.0 + delta-spark 4.4.0 (pyproject's `delta-spark` extra; the
+#                jars of the same version are jars/pom.xml's delta-spark profile), and
+#                headwater; tests/engines shares tables between the two Delta engines.
+#
+# The install is repeated only when what pip reads changed (pyproject.toml, this script,
+# the checkout's place, the venv's Python) or when HEADWATER_REINSTALL=1, as in setup.sh;
+# a second run goes straight to the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "tier.sh: $*" >&2; exit 2; }
+
+TIER="${1:-}"
+[ -n "$TIER" ] || die "name a tier: delta-spark"
+shift
+case "$TIER" in
+  delta-spark)
+    # Maven Central here serves Spark's _2.13 artifacts up to 4.2.0 and delta-spark's up
+    # to 4.4.0; delta-spark 4.4.0 declares pyspark>=4.0.1,<=4.2.0. Pinned exactly, so the
+    # tier runs the same Spark on every machine.
+    PIP_ARGS=(-e ".[test,delta-spark]" "pyspark==4.2.0")
+    JAR_TIERS=(delta-spark)
+    TESTS=(tests/engines)
+    ;;
+  *) die "no tier '$TIER' (tiers: delta-spark)" ;;
+esac
+
+command -v java >/dev/null 2>&1 || die "Java is missing: run scripts/setup.sh first (it installs Java 17)"
+
+VENV=".venv-$TIER"
+PY=${PYTHON:-python3}
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+STAMP="$VENV/.headwater-install-stamp"
+WANT="$(cat pyproject.toml "$0" | sha256sum | cut -d' ' -f1) $(pwd) $("$VENV/bin/python" -V 2>&1)"
+if [ -n "${HEADWATER_REINSTALL:-}" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ] \
+  || ! "$VENV/bin/python" -c "import headwater" >/dev/null 2>&1; then
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+  echo "== installing headwater into $VENV (${PIP_ARGS[*]})"
+  "$VENV/bin/python" -m pip install -q "${PIP_ARGS[@]}"
+  echo "$WANT" > "$STAMP"
+fi
+
+echo "== JVM jars of the $TIER tier (jars/pom.xml; fetched once, then from the cache)"
+bash scripts/fetch-jars.sh "${JAR_TIERS[@]}" >/dev/null
+
+# The tier's tests unless the arguments name tests themselves.
+for arg in "$@"; do
+  case "$arg" in tests/*|./tests/*) TESTS=() ;; esac
+done
+echo "== tests ($TIER)"
+exec "$VENV/bin/python" -m pytest "${TESTS[@]}" "$@"
