@@ -31,6 +31,7 @@ from headwater.pipelines.define.elements import (
     ExpectationAction,
     Flow,
     Origin,
+    RefreshPolicy,
 )
 from headwater.pipelines.define.registry import EXPECTATIONS, Registry
 
@@ -71,6 +72,8 @@ def dataset_fields(fields: dict[str, Any]) -> dict[str, Any]:
     for key in ("table_properties", "spark_conf", "options"):
         if key in clean:
             clean[key] = {str(k): str(v) for k, v in clean[key].items()}
+    if "refresh_policy" in clean:
+        clean["refresh_policy"] = RefreshPolicy.parse(clean["refresh_policy"])
     return clean
 
 
@@ -119,9 +122,10 @@ def table(
     private: bool | None = None,
     format: str | None = None,
     row_filter: str | None = None,
+    refresh_policy: str | None = None,
 ) -> Any:
     """``@dlt.table``: a streaming table when the function returns a streaming DataFrame,
-    a materialized view otherwise."""
+    a materialized view otherwise (``refresh_policy``: see :func:`materialized_view`)."""
     if path is not None:
         raise PipelineDefinitionError(
             "[PIPELINE_PATH_NOT_SUPPORTED] table(path=...) is not supported: the pipeline "
@@ -144,6 +148,7 @@ def table(
             "schema": schema,
             "format": format,
             "private": private or temporary or None,
+            "refresh_policy": refresh_policy,
         },
     )
 
@@ -160,8 +165,11 @@ def materialized_view(
     schema: StructType | str | None = None,
     format: str | None = None,
     private: bool | None = None,
+    refresh_policy: str | None = None,
 ) -> Any:
-    """``@dp.materialized_view``: recomputed in batch after its inputs' flows finish."""
+    """``@dp.materialized_view``: refreshed in batch after its inputs' flows finish, by
+    the least work that gives the exact rows under ``refresh_policy`` (``auto``,
+    ``incremental``, ``incremental_strict``, ``full``)."""
     fields = dict(locals())
     fields.pop("query_function")
     return _decorator("materialized_view", query_function, fields)

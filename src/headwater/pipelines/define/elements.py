@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
+
+from headwater.errors import PipelineDefinitionError
 
 DatasetKind = Literal["streaming_table", "materialized_view", "temporary_view", "sink", "table"]
 """``table`` is ``dlt.table``'s: a streaming table when its query is a stream, a
@@ -49,6 +52,28 @@ class Expectation:
     column: Any = field(default=None, compare=False)  # a Column given instead of SQL text
 
 
+class RefreshPolicy(str, Enum):
+    """``REFRESH POLICY`` / ``refresh_policy=``, as the known platform spells it."""
+
+    AUTO = "auto"
+    INCREMENTAL = "incremental"
+    INCREMENTAL_STRICT = "incremental_strict"
+    FULL = "full"
+
+    @classmethod
+    def parse(cls, text: str | None) -> RefreshPolicy:
+        if text is None:
+            return cls.AUTO
+        word = "_".join(str(text).strip().lower().split())
+        for policy in cls:
+            if policy.value == word:
+                return policy
+        known = ", ".join(p.value for p in cls)
+        raise PipelineDefinitionError(
+            f"[PIPELINE_UNKNOWN_REFRESH_POLICY] refresh policy '{text}' is not one of: {known}."
+        )
+
+
 @dataclass(frozen=True)
 class Dataset:
     """A dataset of the graph. ``name`` is as written (``t`` or ``db.t``); the graph
@@ -67,6 +92,7 @@ class Dataset:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     private: bool = False
     expectations: tuple[Expectation, ...] = ()
+    refresh_policy: RefreshPolicy = RefreshPolicy.AUTO  # materialized views only
 
     @property
     def persisted(self) -> bool:

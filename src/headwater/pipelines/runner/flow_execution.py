@@ -18,8 +18,10 @@ from headwater.errors import ExpectationViolationError
 from headwater.event_log_format import FlowStatus
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph, evaluate
 from headwater.pipelines.graph.reads import PipelineReads
+from headwater.pipelines.refresh.plan import Technique
 from headwater.pipelines.runner import flows as flow_runs
 from headwater.pipelines.runner import retry as run_retry
+from headwater.pipelines.runner import view_refresh
 from headwater.pipelines.runner.context import UpdateContext
 from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quarantine_name, violation
 from headwater.pipelines.runner.flows import FlowRun
@@ -105,7 +107,10 @@ class FlowExecutor:
         flow, dataset = af.flow, graph.datasets[af.target]
         rules = Rules(af.target, dataset.expectations)
         aside = quarantine_name(dataset, af.target) if rules.quarantines else None
-        reads = self.reads(graph, af, run, rules.quarantines)
+        view = dataset.kind == "materialized_view" and flow.auto_cdc is None
+        frames: list[DataFrame] = []  # the stored inputs' reads, for a view's plan
+        versions = view_refresh.input_versions(self.ctx.spark, graph, af) if view else {}
+        reads = self.reads(graph, af, run, rules.quarantines, frames)
         run.after_commit.clear()
         run.gate = BatchGate(self.ctx.stop)
         try:
@@ -146,9 +151,29 @@ class FlowExecutor:
                 if run.query is not None:  # (snapshot flows are applied in batch)
                     flow_runs.await_stream(run.query, run, self.ctx.stop, self.batch_done)
                 return
-            if dataset.kind == "materialized_view":
+            if view:
+                plan, record = view_refresh.plan_view(
+                    self.ctx.spark, af, dataset, df, versions, frames
+                )
+                self.ctx.log.event(
+                    "planning_information",
+                    f"'{af.target}' is refreshed by {plan.technique.value}: {plan.reason}.",
+                    plan.to_details(),
+                    flow_name=flow.name,
+                    dataset_name=af.target,
+                )
+                run.technique = plan.technique.value
+                if plan.technique == Technique.NO_OP:
+                    return
                 result = flow_runs.refresh_view(
-                    self.ctx.spark, af, dataset, df, run=run, rules=rules, quarantine=aside
+                    self.ctx.spark,
+                    af,
+                    dataset,
+                    df,
+                    run=run,
+                    rules=rules,
+                    quarantine=aside,
+                    user_metadata=record,
                 )
             else:
                 app_id = f"headwater-pipeline:{self.ctx.log.pipeline_id}:{once_key}"
@@ -173,7 +198,12 @@ class FlowExecutor:
         )
 
     def reads(
-        self, graph: Graph, af: AnalysedFlow, run: FlowRun, quarantines: bool = False
+        self,
+        graph: Graph,
+        af: AnalysedFlow,
+        run: FlowRun,
+        quarantines: bool = False,
+        frames: list[DataFrame] | None = None,
     ) -> PipelineReads:
         def source(
             reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
@@ -185,7 +215,12 @@ class FlowExecutor:
                     return df
                 return flow_runs.check_view(df, Rules(key, dataset.expectations), run)
             table = api.table(self.ctx.spark, key)
-            return table.read_stream(options) if streaming else table.read(options=options)
+            if streaming:
+                return table.read_stream(options)
+            rows = table.read(options=options)
+            if frames is not None:
+                frames.append(rows)
+            return rows
 
         return PipelineReads(
             self.ctx.spark,

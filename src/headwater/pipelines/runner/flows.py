@@ -66,6 +66,7 @@ class FlowRun:
     changes: dict[str, int] | None = None  # AUTO CDC: num_upserted_rows, num_deleted_rows
     gate: BatchGate | None = field(default=None, repr=False)  # stops its stream between batches
     stopped: bool = False  # its stream was stopped before it had drained
+    technique: str | None = None  # a materialized view's refresh technique
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -399,16 +400,19 @@ def refresh_view(
     run: FlowRun,
     rules: Rules,
     quarantine: str | None = None,
+    user_metadata: str | None = None,
 ) -> WriteResult | None:
     """Recompute a materialized view: its query's rows (those passing its rules) replace
-    the table's in one commit; its quarantine table is replaced likewise, first."""
+    the table's in one commit (recording ``user_metadata``: what the refresh read); its
+    quarantine table is replaced likewise, first."""
     table = api.table(spark, af.target)
     aside = api.table(spark, quarantine) if quarantine else None
+    spec = table_spec(dataset, "overwrite", user_metadata=user_metadata)
     result = write_checked(
         df,
         rules,
         run.checks(af.target, rules) if rules else None,
-        lambda rows: table.write(rows, table_spec(dataset, "overwrite")),
+        lambda rows: table.write(rows, spec),
         (lambda rows: aside.write(rows, quarantine_spec("overwrite"))) if aside else None,
     )
     return result

@@ -31,6 +31,9 @@ class Printer:
     def __call__(self, event: Event) -> None:
         if event.event_type == "update_progress":
             self.write(f"[update] {event.details['state']}")
+        elif event.event_type == "planning_information":
+            chosen, reason = event.details.get("chosen"), event.details.get("reason")
+            self.write(f"  {event.flow_name:<32} {'PLANNED':<10}  {chosen}: {reason}")
         elif event.event_type == "flow_progress":
             progress = FlowProgress.from_json(event.details)
             status = progress.status
@@ -77,6 +80,8 @@ def summary(result: UpdateResult) -> str:
         ]
         if quality is not None:
             lines.append(f"      expectations failed by: {', '.join(broken) or 'no record'}")
+        if run.technique is not None:
+            lines.append(f"      refreshed by: {run.technique}")
         if run.error is not None:
             lines.append(f"      error: {str(run.error).splitlines()[0][:300]}")
     return "\n".join(lines)

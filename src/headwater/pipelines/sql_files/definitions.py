@@ -23,7 +23,14 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.define.elements import AutoCdc, Dataset, DatasetKind, Expectation, Origin
+from headwater.pipelines.define.elements import (
+    AutoCdc,
+    Dataset,
+    DatasetKind,
+    Expectation,
+    Origin,
+    RefreshPolicy,
+)
 from headwater.pipelines.sql_files.queries import (
     PARSE_ERROR,
     DefinitionCursor,
@@ -299,7 +306,7 @@ def parse_dataset(
             raise cursor.error(
                 f"Unexpected {cursor.found()} in the definition of {name.text}: expected a "
                 "(columns and constraints) list, PARTITIONED BY, CLUSTER BY, COMMENT, "
-                "TBLPROPERTIES or AS followed by the query."
+                "TBLPROPERTIES, REFRESH POLICY or AS followed by the query."
             )
         if clause == "LOCATION":
             raise cursor.refuse(
@@ -314,6 +321,10 @@ def parse_dataset(
             raise cursor.refuse(
                 f"{clause} does not apply to a temporary view: it is not stored.",
                 UNSUPPORTED_CLAUSE,
+            )
+        if clause == "REFRESH POLICY" and kind != "materialized_view":
+            raise cursor.refuse(
+                "REFRESH POLICY applies to a materialized view only.", UNSUPPORTED_CLAUSE
             )
         if clause != "(":  # the list reads its own parenthesis
             cursor.accept(*clause.split())
@@ -332,11 +343,21 @@ def parse_dataset(
         schema=schema,
         private=private,
         expectations=expectations,
+        refresh_policy=fields.get("REFRESH POLICY", RefreshPolicy.AUTO),
     )
     return SqlDataset(dataset, query, text)
 
 
-DATASET_CLAUSES = ("(", "PARTITIONED BY", "CLUSTER BY", "COMMENT", "TBLPROPERTIES", "LOCATION")
+DATASET_CLAUSES = (
+    "(",
+    "PARTITIONED BY",
+    "CLUSTER BY",
+    "COMMENT",
+    "TBLPROPERTIES",
+    "REFRESH POLICY",
+    "LOCATION",
+)
+POLICIES = (("INCREMENTAL", "STRICT"), ("INCREMENTAL",), ("AUTO",), ("FULL",))
 
 
 def dataset_clause(cursor: DefinitionCursor, clause: str) -> Any:
@@ -347,6 +368,14 @@ def dataset_clause(cursor: DefinitionCursor, clause: str) -> Any:
         return cursor.string("the comment")
     if clause == "TBLPROPERTIES":
         return table_properties(cursor)
+    if clause == "REFRESH POLICY":
+        for words in POLICIES:
+            if cursor.accept(*words):
+                return RefreshPolicy.parse(" ".join(words))
+        raise cursor.error(
+            f"Expected AUTO, INCREMENTAL, INCREMENTAL STRICT or FULL after REFRESH POLICY, "
+            f"found {cursor.found()}."
+        )
     return cursor.names(cursor.group(), "a column")
 
 

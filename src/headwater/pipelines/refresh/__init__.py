@@ -1,0 +1,5 @@
+"""Materialized views refreshed by the least work that gives the exact result: what
+changed in a view's inputs since its last refresh, read from their Delta logs
+(:mod:`.inputs`), and the technique chosen for that change under the view's refresh
+policy (:mod:`.plan`, pure). May import ``define`` and ``layout``; the runner executes
+the plan."""

@@ -1,0 +1,61 @@
+"""A materialized view's refresh, planned: the facts from the logs and the query's plan
+(:mod:`headwater.pipelines.refresh.inputs`), the technique (:mod:`..refresh.plan`), and
+the record the refresh leaves in the view's commit for the next one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from headwater import api
+from headwater.pipelines.define.elements import Dataset
+from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
+from headwater.pipelines.refresh import inputs as view_inputs
+from headwater.pipelines.refresh.plan import Facts, RefreshPlan, plan_refresh
+
+
+def input_versions(spark: SparkSession, graph: Graph, af: AnalysedFlow) -> dict[str, int | None]:
+    """Each stored input's latest version, read before the query is: a commit that lands
+    after this and is read anyway only makes the next refresh recompute (never miss it)."""
+    found: dict[str, int | None] = {}
+    for key in sorted(graph.upstream(af)):
+        table = api.table(spark, key)
+        found[key] = view_inputs.latest_version(table.location) if table.exists() else None
+    return found
+
+
+def plan_view(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    versions: Mapping[str, int | None],
+    frames: Sequence[DataFrame],
+) -> tuple[RefreshPlan, str]:
+    """The plan of this refresh and what its commit records."""
+    definition = view_inputs.definition_digest(af.flow, af.schema.json())
+    view = api.table(spark, af.target)
+    recorded, view_version = (
+        view_inputs.last_recorded(view.location) if view.exists() else (None, None)
+    )
+    changes = {}
+    if recorded is not None:
+        for key, now in versions.items():
+            if now is not None and key in recorded.inputs:
+                location = api.table(spark, key).location
+                changes[key] = view_inputs.change_between(location, recorded.inputs[key], now)
+    deterministic, unversioned = view_inputs.query_facts(df, frames)
+    unversioned += tuple(k for k, v in versions.items() if v is None)
+    facts = Facts(
+        policy=dataset.refresh_policy,
+        definition=definition,
+        recorded=recorded,
+        view_version=view_version,
+        inputs=dict(versions),
+        changes=changes,
+        deterministic=deterministic,
+        unversioned=unversioned,
+    )
+    record = {k: v for k, v in versions.items() if v is not None}
+    return plan_refresh(af.target, facts), view_inputs.user_metadata(record, definition)

@@ -1,0 +1,103 @@
+"""A materialized view's refresh plan from facts alone (no Spark): no-op only when nothing
+an exact result depends on changed, a full recompute with its reason otherwise, and the
+refresh policy as the known platform defines it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.define.elements import RefreshPolicy
+from headwater.pipelines.refresh.plan import (
+    Change,
+    Facts,
+    NotIncrementalizable,
+    Recorded,
+    Technique,
+    plan_refresh,
+)
+
+UNCHANGED = Facts(
+    policy=RefreshPolicy.AUTO,
+    definition="d1",
+    recorded=Recorded({"db.silver": 4, "db.dim": 2}, "d1", version=7),
+    view_version=7,
+    inputs={"db.silver": 4, "db.dim": 2},
+    changes={"db.silver": Change.NONE, "db.dim": Change.NONE},
+    deterministic=True,
+)
+
+
+def test_no_input_changed_is_a_no_op_and_says_so():
+    plan = plan_refresh("db.gold", UNCHANGED)
+    assert plan.technique == Technique.NO_OP
+    assert plan.reason == "no input changed since the last refresh"
+    details = plan.to_details()
+    chosen = [t for t in details["technique_information"] if t["is_chosen"]]
+    assert [t["maintenance_type"] for t in chosen] == ["MAINTENANCE_TYPE_NO_OP"]
+
+
+def test_commits_that_change_no_data_still_leave_a_no_op():
+    moved = replace(UNCHANGED, inputs={"db.silver": 9, "db.dim": 2})  # e.g. OPTIMIZE
+    assert plan_refresh("db.gold", moved).technique == Technique.NO_OP
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"changes": {"db.silver": Change.APPENDS, "db.dim": Change.NONE}}, "'db.silver' changed (appends)"),
+        ({"changes": {"db.silver": Change.UPDATES, "db.dim": Change.NONE}}, "'db.silver' changed (updates)"),
+        ({"changes": {"db.silver": Change.RESET, "db.dim": Change.NONE}}, "'db.silver' was reset"),
+        ({"deterministic": False}, "the query is not deterministic"),
+        ({"unversioned": ("Relation [id] parquet",)}, "has no Delta version"),
+        ({"definition": "d2"}, "the view's definition changed"),
+        ({"view_version": 8}, "changed outside its refreshes"),
+        ({"recorded": None}, "no earlier refresh recorded its inputs"),
+        ({"view_version": None, "recorded": None}, "the view is created"),
+        ({"inputs": {"db.silver": 4}}, "the view's inputs changed"),
+    ],
+)  # fmt: skip
+def test_anything_else_is_a_full_recompute_with_its_reason(change, reason):
+    plan = plan_refresh("db.gold", replace(UNCHANGED, **change))
+    assert plan.technique == Technique.FULL_RECOMPUTE
+    assert reason in plan.reason and plan.full_reason == plan.reason
+    assert [c.technique for c in plan.considered if not c.applicable] == [Technique.NO_OP]
+
+
+def test_policy_full_always_recomputes():
+    plan = plan_refresh("db.gold", replace(UNCHANGED, policy=RefreshPolicy.FULL))
+    assert plan.technique == Technique.FULL_RECOMPUTE
+    assert plan.reason == "the view's refresh policy is FULL"
+
+
+def test_incremental_strict_fails_rather_than_recompute_but_may_initialise():
+    strict = replace(UNCHANGED, policy=RefreshPolicy.INCREMENTAL_STRICT)
+    assert plan_refresh("db.gold", strict).technique == Technique.NO_OP
+    changed = replace(strict, changes={"db.silver": Change.APPENDS, "db.dim": Change.NONE})
+    with pytest.raises(
+        NotIncrementalizable, match=r"MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE.*'db.gold'.*appends"
+    ):
+        plan_refresh("db.gold", changed)
+    created = replace(strict, recorded=None, view_version=None)
+    assert plan_refresh("db.gold", created).technique == Technique.FULL_RECOMPUTE
+    relaxed = replace(changed, policy=RefreshPolicy.INCREMENTAL)
+    assert plan_refresh("db.gold", relaxed).technique == Technique.FULL_RECOMPUTE
+
+
+@pytest.mark.parametrize(
+    ("text", "policy"),
+    [(None, RefreshPolicy.AUTO), ("AUTO", RefreshPolicy.AUTO), ("incremental", RefreshPolicy.INCREMENTAL),
+     ("INCREMENTAL STRICT", RefreshPolicy.INCREMENTAL_STRICT), ("incremental_strict", RefreshPolicy.INCREMENTAL_STRICT),
+     (" Full ", RefreshPolicy.FULL)],
+)  # fmt: skip
+def test_policies_as_sql_and_python_spell_them(text, policy):
+    assert RefreshPolicy.parse(text) == policy
+
+
+def test_an_unknown_policy_is_a_definition_error_naming_the_known_ones():
+    with pytest.raises(
+        PipelineDefinitionError, match="'sometimes' is not one of: auto, incremental"
+    ):
+        RefreshPolicy.parse("sometimes")
