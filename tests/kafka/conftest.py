@@ -89,4 +89,3 @@ def spark(warehouse):
 def topic(broker) -> str:
     """A fresh topic of 3 partitions."""
     return broker.create_topic(f"t_{uuid.uuid4().hex[:10]}", partitions=3)
-
