@@ -11,6 +11,8 @@
 #   delta-spark  pyspark 4.2.0 + delta-spark 4.4.0 (pyproject's `delta-spark` extra; the
 #                jars of the same version are jars/pom.xml's delta-spark profile), and
 #                headwater; tests/engines shares tables between the two Delta engines.
+#   kafka        pyspark 4.2.0 + Spark's Kafka connector (jars/pom.xml's kafka profile) and
+#                a KRaft broker from the kafka-broker jars; tests/kafka.
 #
 # The install is repeated only when what pip reads changed (pyproject.toml, this script,
 # the checkout's place, the venv's Python) or when HEADWATER_REINSTALL=1, as in setup.sh;
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/.."
 die() { echo "tier.sh: $*" >&2; exit 2; }
 
 TIER="${1:-}"
-[ -n "$TIER" ] || die "name a tier: delta-spark"
+[ -n "$TIER" ] || die "name a tier: delta-spark kafka"
 shift
 case "$TIER" in
   delta-spark)
@@ -32,7 +34,14 @@ case "$TIER" in
     JAR_TIERS=(delta-spark)
     TESTS=(tests/engines)
     ;;
-  *) die "no tier '$TIER' (tiers: delta-spark)" ;;
+  kafka)
+    # Spark's Kafka connector is published for Spark's exact version (4.2.0 is the newest
+    # served); confluent-kafka makes topics and produces from the tests.
+    PIP_ARGS=(-e ".[test]" "pyspark==4.2.0" "confluent-kafka==2.16.1")
+    JAR_TIERS=(kafka kafka-broker)
+    TESTS=(tests/kafka)
+    ;;
+  *) die "no tier '$TIER' (tiers: delta-spark kafka)" ;;
 esac
 
 command -v java >/dev/null 2>&1 || die "Java is missing: run scripts/setup.sh first (it installs Java 17)"
