@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from headwater import storage
 from headwater.sql.cursor import TableRef, is_name, is_word, matching_paren
 from headwater.sql.refs import resolve_at
 from headwater.sql.text import DIALECT, SqlError, Statement
@@ -134,6 +135,8 @@ def _reference(spark, stmt: Statement, toks: list[Token], i: int, last: int, ori
         j += 2
     ref = TableRef.of_parts(parts)
     option, value, end = _time_travel(spark, stmt, toks, j + 1, last, orig_sql)
+    if option is None and ref.path is not None:
+        ref, option, value = _path_at(ref, stmt, toks[j])
     if option is None and ref.path is None:
         return None
     options = {} if option is None else {option: value}
@@ -191,7 +194,15 @@ def _time_travel(spark, stmt, toks, k: int, last: int, orig_sql):
 
 def _at_syntax(stmt: Statement, tok: Token) -> tuple[str, str]:
     """``t@v3`` (version) or ``t@yyyyMMddHHmmssSSS`` (timestamp), as Delta writes them."""
-    text = tok.text
+    found = _at_value(tok.text)
+    if found is None:
+        raise stmt.error_at(
+            f"'@{tok.text}' is not a table version: use @v<version> or @yyyyMMddHHmmssSSS.", tok
+        )
+    return found
+
+
+def _at_value(text: str) -> tuple[str, str] | None:
     if text[:1] in ("v", "V") and text[1:].isdigit():
         return "versionAsOf", text[1:]
     if text.isdigit() and len(text) == 17:
@@ -200,9 +211,26 @@ def _at_syntax(stmt: Statement, tok: Token) -> tuple[str, str]:
             "timestampAsOf",
             f"{t[:4]}-{t[4:6]}-{t[6:8]} {t[8:10]}:{t[10:12]}:{t[12:14]}.{t[14:]}",
         )
-    raise stmt.error_at(
-        f"'@{text}' is not a table version: use @v<version> or @yyyyMMddHHmmssSSS.", tok
-    )
+    return None
+
+
+def _path_at(ref: TableRef, stmt: Statement, tok: Token) -> tuple[TableRef, str | None, str | None]:
+    """``delta.`/p@v5``` and ``delta.`/p@yyyyMMddHHmmssSSS```: time travel by a suffix of
+    the path, as delta-spark reads it, unless a Delta table lives at the path as written.
+    A suffix after ``@`` that is neither form is an error, not a path that does not exist."""
+    path = ref.path or ""
+    base, at, suffix = path.rpartition("@")
+    if not at or not base or "/" in suffix:
+        return ref, None, None
+    if storage.is_dir(storage.delta_log_dir(path)):
+        return ref, None, None
+    found = _at_value(suffix)
+    if found is None:
+        raise stmt.error_at(
+            f"'@{suffix}' in {ref} is not a table version: use @v<version> or @yyyyMMddHHmmssSSS.",
+            tok,
+        )
+    return TableRef(path=base), found[0], found[1]
 
 
 def expression_end(toks: list[Token], i: int, last: int) -> int:
