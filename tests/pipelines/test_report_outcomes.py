@@ -52,3 +52,21 @@ def test_an_auto_cdc_flow_shows_the_rows_it_upserted_and_deleted():
     (flow,) = latest.flows
     assert (flow.upserted, flow.deleted) == (5, 2)
     assert "5 upserted, 2 deleted" in text_of(render(log.rows))
+
+
+def test_a_materialized_view_shows_how_it_was_refreshed_and_why():
+    log = Log()
+    gold = [("gold", {"output_dataset": "db.gold", "input_datasets": ["db.silver"],
+                      "dataset_type": "MATERIALIZED_VIEW", "flow_type": "COMPLETE",
+                      "streaming": False, "expectations": []})]  # fmt: skip
+    log.update("u1", {"gold": {"status": "COMPLETED", "metrics": {"num_output_rows": 0}}},
+               definitions=gold)  # fmt: skip
+    reason = "no input changed since the last refresh"
+    log.add("u1", "planning_information", {"chosen": "NO_OP", "reason": reason}, flow="gold")
+    latest = build(log.rows).latest
+    assert latest is not None
+    (flow,) = latest.flows
+    assert (flow.refresh, flow.refresh_reason) == ("NO_OP", reason)
+    page = render(log.rows)
+    assert "unchanged" in text_of(page)
+    assert f"refreshed by NO_OP: {reason}" in page

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -77,6 +77,8 @@ class FlowState:
     dropped: int = 0
     quarantined: int = 0
     error: str | None = None
+    refresh: str | None = None  # a materialized view's technique (NO_OP, FULL_RECOMPUTE)
+    refresh_reason: str | None = None  # and why it was chosen
 
     @property
     def implicit(self) -> bool:
@@ -334,13 +336,18 @@ def _update(update_id: str, events: Sequence[_Event]) -> UpdateSummary:
 
     definitions: dict[str, _Event] = {}
     progress: dict[str, list[_Event]] = {}
+    plans: dict[str, _Event] = {}
     for e in events:
         if e.event_type == "flow_definition" and e.flow:
             definitions[e.flow] = e
         elif e.event_type == "flow_progress" and e.flow:
             progress.setdefault(e.flow, []).append(e)
+        elif e.event_type == "planning_information" and e.flow:
+            plans[e.flow] = e
     names = list(definitions) + [n for n in progress if n not in definitions]
-    flows = [_flow(n, definitions.get(n), progress.get(n, [])) for n in names]
+    flows = [
+        _planned(_flow(n, definitions.get(n), progress.get(n, [])), plans.get(n)) for n in names
+    ]
     datasets = _datasets(flows, definitions)
     quality = _quality(flows, progress, datasets)
 
@@ -359,6 +366,17 @@ def _update(update_id: str, events: Sequence[_Event]) -> UpdateSummary:
         datasets=datasets,
         quality=quality,
         error=None if update_error in flow_errors else update_error,
+    )
+
+
+def _planned(flow: FlowState, plan: _Event | None) -> FlowState:
+    """A view's flow with the technique its refresh used and why (from its
+    ``planning_information`` event)."""
+    if plan is None or not plan.details.get("chosen"):
+        return flow
+    reason = plan.details.get("reason")
+    return replace(
+        flow, refresh=str(plan.details["chosen"]), refresh_reason=str(reason) if reason else None
     )
 
 

@@ -34,6 +34,7 @@ KIND_LABELS = {
     "EXTERNAL": "external source",
     "FLOW": "flow",
 }
+REFRESH_LABELS = {"NO_OP": "unchanged", "FULL_RECOMPUTE": "recomputed"}
 # A flow's states, and an update's (CANCELED, INITIALIZING, SETTING_UP_TABLES).
 STATUS_COLOURS: dict[str, str] = {
     FlowStatus.COMPLETED: "#1a7f37",
@@ -80,6 +81,8 @@ class Node:
     virtual: bool = False
     upserted: int | None = None  # AUTO CDC's changes to its target
     deleted: int | None = None
+    refresh: str | None = None  # a materialized view's refresh technique, and why
+    refresh_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,8 @@ def graph(update: UpdateSummary) -> tuple[list[Node], list[tuple[str, str]]]:
                 seconds=max((f.seconds for f in shown if f.seconds is not None), default=None),
                 upserted=_sum(f.upserted for f in shown),
                 deleted=_sum(f.deleted for f in shown),
+                refresh=next((f.refresh for f in shown if f.refresh), None),
+                refresh_reason=next((f.refresh_reason for f in shown if f.refresh), None),
             )
         )
     for f in update.flows:
@@ -353,10 +358,15 @@ def _node(p: Placed, *, dry: bool) -> str:
         stats.append(f"{n.rows_in:,} in")
     if n.upserted is not None or n.deleted is not None:
         stats.append(f"{n.upserted or 0:,} upserted, {n.deleted or 0:,} deleted")
+    if n.refresh is not None:
+        stats.append(REFRESH_LABELS.get(n.refresh, n.refresh.lower()))
     if n.seconds is not None:
         stats.append(duration(n.seconds))
     line = " · ".join(stats)
-    title = "\n".join([n.title, KIND_LABELS.get(n.kind, n.kind.lower()), line])
+    lines = [n.title, KIND_LABELS.get(n.kind, n.kind.lower()), line]
+    if n.refresh is not None:
+        lines.append(f"refreshed by {n.refresh}: {n.refresh_reason or 'no reason given'}")
+    title = "\n".join(lines)
     stripe = (
         f'<rect x="{x:.1f}" y="{y:.1f}" width="6" height="{NODE_H}" rx="3" '
         f'fill="{colour if n.status else "#afb8c1"}"/>'
