@@ -93,15 +93,15 @@ class NotIncrementalizable(PipelineDefinitionError):
 
 def plan_refresh(view: str, facts: Facts) -> RefreshPlan:
     """The technique for this refresh of ``view`` (see the module's doc)."""
-    no_op = _no_op(facts)
+    initializing = _initialization(facts)
+    no_op = _no_op(facts, initializing)
     if facts.policy == RefreshPolicy.FULL:
         full = Considered(Technique.FULL_RECOMPUTE, True, "the view's refresh policy is FULL")
         return RefreshPlan(Technique.FULL_RECOMPUTE, full.reason, (no_op, full), full.reason)
     if no_op.applicable:
         full = Considered(Technique.FULL_RECOMPUTE, True, "more work for the same rows")
         return RefreshPlan(Technique.NO_OP, no_op.reason, (no_op, full))
-    initializing = _initialization(facts)
-    why = initializing or no_op.reason
+    why = no_op.reason  # (the initialisation's reason, when there is one)
     if facts.policy == RefreshPolicy.INCREMENTAL_STRICT and initializing is None:
         raise NotIncrementalizable(
             f"[MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE] '{view}' has REFRESH POLICY "
@@ -129,11 +129,10 @@ def _initialization(facts: Facts) -> str | None:
     return None
 
 
-def _no_op(facts: Facts) -> Considered:
+def _no_op(facts: Facts, initializing: str | None) -> Considered:
     def no(reason: str) -> Considered:
         return Considered(Technique.NO_OP, False, reason)
 
-    initializing = _initialization(facts)
     if initializing is not None:
         return no(initializing)
     if not facts.deterministic:
