@@ -19,6 +19,7 @@ commit is idempotent, so this is as safe as a crash).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -123,6 +124,10 @@ class Interrupts:
     def handle(self, signum: int, frame: Any) -> None:
         self.signal = self.signal or signum
         if not self.running:
+            # Spark's JVM ignores SIGINT (PySpark starts it so) and only ends once its
+            # gateway is up and sees our end: while it is still starting, that can be many
+            # seconds of a process holding the terminal's output. Nothing ran yet.
+            _kill_descendants()
             self.end("stopped before the update started.")
         if self.stop.is_set():
             self.end("aborted.")
@@ -130,6 +135,36 @@ class Interrupts:
         self.stop.set()
 
     def end(self, message: str) -> None:
+        """Print ``message`` and exit at once with the signal's code."""
         print(message, file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(self.exit_code)
+
+
+def _kill_descendants() -> None:
+    """SIGKILL every process started below this one (where ``/proc`` tells; elsewhere the
+    JVM ends by itself once it sees its driver gone)."""
+    parents: dict[int, list[int]] = {}
+    for stat in _proc_stats():
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+    todo, seen = [os.getpid()], set()
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    for pid in seen:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _proc_stats() -> list[str]:
+    try:
+        return [f"/proc/{p}/stat" for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
