@@ -98,6 +98,7 @@ LOCAL_FILES_ONLY = {
     "pipelines/define/loader.py": "pipeline source files",
     "pipelines/report/page.py": "writes the HTML report the user asked for",
     "pipelines/define/spec.py": "pipeline spec and source files",
+    "pipelines/runner/interrupt.py": "/proc, to end Spark's still-starting JVM on Ctrl-C",
     "shell.py": "the shell's history and script files",
 }
 _FILE_CALLS = {"open", "os.link", "os.rename", "os.replace", "os.remove", "os.unlink",

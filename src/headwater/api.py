@@ -40,7 +40,7 @@ from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.log.operations import Operation
 from headwater.delta.options import STREAM_READ_OPTIONS, SaveMode, WriteSpec, check_known
-from headwater.delta.read.batch import read_delta
+from headwater.delta.read.batch import read_appended, read_delta
 from headwater.delta.schema.expressions import ExprLike
 from headwater.delta.schema.merge_clauses import Clause
 from headwater.delta.tables import DeltaTable
@@ -105,6 +105,12 @@ class Table:
         if timestamp is not None:
             opts["timestampAsOf"] = str(timestamp)
         return read_delta(self.spark, self.location, opts)
+
+    def read_appended(self, since: int, until: int) -> DataFrame | None:
+        """Only the rows appended after version ``since`` up to ``until``; None when the
+        commits between did more than append (see
+        :func:`headwater.delta.read.batch.read_appended`)."""
+        return read_appended(self.spark, self.location, since, until)
 
     def read_stream(self, options: Mapping[str, str] | None = None) -> DataFrame:
         """A streaming read of the table's changes (``startingVersion``, ``maxFilesPerTrigger``,

@@ -13,8 +13,11 @@ from headwater.pipelines.define.elements import RefreshPolicy
 from headwater.pipelines.refresh.plan import (
     Change,
     Facts,
+    Join,
     NotIncrementalizable,
     Recorded,
+    Shape,
+    Sides,
     Technique,
     plan_refresh,
 )
@@ -63,7 +66,10 @@ def test_anything_else_is_a_full_recompute_with_its_reason(change, reason):
     plan = plan_refresh("db.gold", replace(UNCHANGED, **change))
     assert plan.technique == Technique.FULL_RECOMPUTE
     assert reason in plan.reason and plan.full_reason == plan.reason
-    assert [c.technique for c in plan.considered if not c.applicable] == [Technique.NO_OP]
+    assert [c.technique for c in plan.considered if not c.applicable] == [
+        Technique.NO_OP,
+        Technique.APPEND,
+    ]
 
 
 def test_policy_full_always_recomputes():
@@ -101,3 +107,51 @@ def test_an_unknown_policy_is_a_definition_error_naming_the_known_ones():
         PipelineDefinitionError, match="'sometimes' is not one of: auto, incremental"
     ):
         RefreshPolicy.parse("sometimes")
+
+
+ROW_WISE = replace(
+    UNCHANGED,
+    shape=Shape(None, (Join(frozenset({"db.silver"}), frozenset({"db.dim"}), Sides.EITHER),)),
+    changes={"db.silver": Change.APPENDS, "db.dim": Change.NONE},
+    inputs={"db.silver": 6, "db.dim": 2},
+)
+
+
+def test_appends_to_a_row_wise_query_are_appended():
+    plan = plan_refresh("db.gold", ROW_WISE)
+    assert plan.technique == Technique.APPEND and plan.full_reason is None
+    assert "only appended to 'db.silver'" in plan.reason
+    chosen = [t for t in plan.to_details()["technique_information"] if t["is_chosen"]]
+    assert [t["maintenance_type"] for t in chosen] == ["MAINTENANCE_TYPE_APPEND"]
+    strict = replace(ROW_WISE, policy=RefreshPolicy.INCREMENTAL_STRICT)
+    assert plan_refresh("db.gold", strict).technique == Technique.APPEND
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"shape": Shape("the query aggregates")}, "changed (appends), but the query aggregates"),
+        ({"changes": {"db.silver": Change.APPENDS, "db.dim": Change.APPENDS}}, "both sides of a join"),
+        ({"changes": {"db.silver": Change.APPENDS, "db.dim": Change.UPDATES}}, "'db.dim' changed (updates)"),
+        ({"shape": Shape(None, (Join(frozenset({"db.silver"}), frozenset({"db.dim"}), Sides.RIGHT),))},
+         "'db.silver' changed on a join's lookup side"),
+        ({"quarantines": True}, "quarantine table cannot commit with it"),
+        ({"appends_readable": False}, "rewritten since (OPTIMIZE)"),
+        ({"deterministic": False}, "not deterministic"),
+    ],
+)  # fmt: skip
+def test_append_only_where_it_is_exact(change, reason):
+    plan = plan_refresh("db.gold", replace(ROW_WISE, **change))
+    assert plan.technique == Technique.FULL_RECOMPUTE
+    assert reason in plan.reason, plan.reason
+    append = next(c for c in plan.considered if c.technique == Technique.APPEND)
+    assert not append.applicable and reason in append.reason
+
+
+def test_the_outer_side_of_a_left_join_may_grow():
+    left = Shape(None, (Join(frozenset({"db.silver"}), frozenset({"db.dim"}), Sides.LEFT),))
+    assert plan_refresh("db.gold", replace(ROW_WISE, shape=left)).technique == Technique.APPEND
+    grown = replace(
+        ROW_WISE, shape=left, changes={"db.silver": Change.NONE, "db.dim": Change.APPENDS}
+    )
+    assert plan_refresh("db.gold", grown).technique == Technique.FULL_RECOMPUTE

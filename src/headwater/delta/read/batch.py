@@ -102,6 +102,37 @@ def read_snapshot(
     return python_read(spark, snapshot)
 
 
+def read_appended(spark: SparkSession, path: str, since: int, until: int) -> DataFrame | None:
+    """The rows that commits ``since + 1 .. until`` added, when those commits only added
+    rows and what they added is still read exactly from its own files at ``until``;
+    None otherwise (a removed or rewritten row, a file compacted away by OPTIMIZE since,
+    a snapshot Spark's scan cannot read exactly): the caller reads the whole table.
+
+    What an incremental refresh of a materialized view reads of an append-only input:
+    the files named by the add actions are the new rows, no more and no fewer."""
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot(version=until)
+    live = {f.logged_path: f for f in snapshot.files}
+    files: list[DataFile] = []
+    for version in range(since + 1, until + 1):
+        commit = dlog.read_commit(version)
+        if any(r.data_change for r in commit.removes):
+            return None
+        for add in commit.adds:
+            if not add.data_change:
+                continue
+            found = live.get(add.path)
+            if found is None or add.deletion_vector is not None:
+                return None
+            files.append(found)
+    if not files:
+        snapshot.check_readable()
+        return spark.createDataFrame([], snapshot.schema)
+    if not native_eligible(snapshot, with_vectors=True):
+        return None
+    return read_snapshot(spark, snapshot, files)
+
+
 def python_read(
     spark: SparkSession, snapshot: Snapshot, file_column: str | None = None
 ) -> DataFrame:

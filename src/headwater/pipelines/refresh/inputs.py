@@ -15,18 +15,50 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame
 
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.define.elements import Flow
-from headwater.pipelines.refresh.plan import Change, Recorded
+from headwater.pipelines.refresh.plan import Change, Join, Recorded, Shape, Sides
 
 MARKER = "headwater.materializedView"
 LOOK_BACK = 100  # commits searched for the last refresh's record
 MAX_CLASSIFIED = 1000  # commits of one input classified; more counts as UPDATES
 CONSTANT_LEAVES = ("LocalRelation", "OneRowRelation", "Range")
+# Operators whose output rows each come from one input row (or none): the new rows of a
+# query made of them alone are the query run on the new input rows.
+ROW_WISE = {
+    "Project",
+    "Filter",
+    "SubqueryAlias",
+    "View",
+    "Generate",
+    "Sort",
+    "Repartition",
+    "RepartitionByExpression",
+    "ResolvedHint",
+}
+NOT_ROW_WISE = {  # what a user reads in the planning reason
+    "Aggregate": "the query aggregates",
+    "Window": "the query has a window function",
+    "GlobalLimit": "the query has a LIMIT",
+    "LocalLimit": "the query has a LIMIT",
+    "Distinct": "the query has DISTINCT",
+    "Deduplicate": "the query drops duplicates",
+    "Intersect": "the query has INTERSECT",
+    "Except": "the query has EXCEPT",
+    "Sample": "the query samples rows",
+}
+JOIN_SIDES = {
+    "Inner": Sides.EITHER,
+    "Cross": Sides.EITHER,
+    "LeftOuter": Sides.LEFT,
+    "LeftSemi": Sides.LEFT,
+    "LeftAnti": Sides.LEFT,
+    "RightOuter": Sides.RIGHT,
+}
 # Deterministic to Spark (one value per query), but not across refreshes: a view that
 # reads the clock must be recomputed even when its inputs did not change.
 CLOCK = re.compile(
@@ -125,4 +157,60 @@ def query_facts(df: DataFrame, inputs: Sequence[DataFrame]) -> tuple[bool, tuple
 
 def _leaves(plan: object) -> list:
     seq = plan.collectLeaves()  # type: ignore[attr-defined]
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+class _NotRowWise(Exception):
+    pass
+
+
+def query_shape(df: DataFrame, reads: Mapping[str, Sequence[DataFrame]]) -> Shape:
+    """How the query's rows follow from its inputs' (``reads``: each input's reads, by
+    key), from Spark's analysed plan: row by row through projections, filters, unions and
+    joins, or not (an aggregate, a window, a LIMIT, DISTINCT, a subquery, constant rows)."""
+    known = [
+        (key, d._jdf.queryExecution().analyzed()) for key, frames in reads.items() for d in frames
+    ]
+    joins: list[Join] = []
+
+    def walk(node: object) -> tuple[frozenset[str], bool]:
+        """The inputs read under ``node``, and whether it yields constant rows."""
+        for key, plan in known:
+            if node.sameResult(plan):  # type: ignore[attr-defined]
+                return frozenset([key]), False
+        name = node.nodeName()  # type: ignore[attr-defined]
+        if not node.subqueries().isEmpty():  # type: ignore[attr-defined]
+            raise _NotRowWise("the query has a subquery in an expression")
+        children = _children(node)
+        if not children:
+            if name in CONSTANT_LEAVES:
+                return frozenset(), True
+            raise _NotRowWise(f"the query reads {node.simpleString(60)}")  # type: ignore[attr-defined]
+        if name in NOT_ROW_WISE:
+            raise _NotRowWise(NOT_ROW_WISE[name])
+        if name == "Join":
+            (left, _), (right, _) = walk(children[0]), walk(children[1])
+            sides = JOIN_SIDES.get(str(node.joinType().toString()))  # type: ignore[attr-defined]
+            if sides is None:
+                raise _NotRowWise("the query has a full outer join")
+            joins.append(Join(left, right, sides))
+            return left | right, False
+        if name == "Union" or name in ROW_WISE:
+            found = [walk(c) for c in children]
+            if name == "Union" and any(constant for _, constant in found):
+                raise _NotRowWise("the query adds constant rows to its inputs'")
+            return frozenset().union(*(i for i, _ in found)), any(c for _, c in found)
+        raise _NotRowWise(f"the query has {name}")
+
+    try:
+        inputs, constant = walk(df._jdf.queryExecution().analyzed())
+    except _NotRowWise as e:
+        return Shape(str(e))
+    if constant and not inputs:
+        return Shape("the query reads no input")
+    return Shape(None, tuple(joins))
+
+
+def _children(node: object) -> list:
+    seq = node.children()  # type: ignore[attr-defined]
     return [seq.apply(i) for i in range(seq.size())]

@@ -27,7 +27,11 @@ from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quaran
 from headwater.pipelines.runner.flows import FlowRun
 from headwater.pipelines.runner.interrupt import BatchGate
 
-SCHEMA_RESTARTS = 10  # restarts of a stream Auto Loader stopped for new columns
+SCHEMA_RESTARTS = 10
+TIME_TRAVEL = {
+    "versionasof",
+    "timestampasof",
+}  # restarts of a stream Auto Loader stopped for new columns
 
 
 class FlowExecutor:
@@ -108,9 +112,9 @@ class FlowExecutor:
         rules = Rules(af.target, dataset.expectations)
         aside = quarantine_name(dataset, af.target) if rules.quarantines else None
         view = dataset.kind == "materialized_view" and flow.auto_cdc is None
-        frames: list[DataFrame] = []  # the stored inputs' reads, for a view's plan
+        frames: dict[str, list[DataFrame]] = {}  # the stored inputs' reads, for a view's plan
         versions = view_refresh.input_versions(self.ctx.spark, graph, af) if view else {}
-        reads = self.reads(graph, af, run, rules.quarantines, frames)
+        reads = self.reads(graph, af, run, rules.quarantines, frames=frames, pins=versions)
         run.after_commit.clear()
         run.gate = BatchGate(self.ctx.stop)
         try:
@@ -152,29 +156,18 @@ class FlowExecutor:
                     flow_runs.await_stream(run.query, run, self.ctx.stop, self.batch_done)
                 return
             if view:
-                plan, record = view_refresh.plan_view(
-                    self.ctx.spark, af, dataset, df, versions, frames
-                )
-                self.ctx.log.event(
-                    "planning_information",
-                    f"'{af.target}' is refreshed by {plan.technique.value}: {plan.reason}.",
-                    plan.to_details(),
-                    flow_name=flow.name,
-                    dataset_name=af.target,
-                )
-                run.technique = plan.technique.value
-                if plan.technique == Technique.NO_OP:
-                    return
-                result = flow_runs.refresh_view(
-                    self.ctx.spark,
+                result = self.refresh_view(
+                    graph,
                     af,
-                    dataset,
                     df,
+                    versions=versions,
+                    frames=frames,
                     run=run,
                     rules=rules,
-                    quarantine=aside,
-                    user_metadata=record,
+                    aside=aside,
                 )
+                if result is None and run.technique == Technique.NO_OP.value:
+                    return
             else:
                 app_id = f"headwater-pipeline:{self.ctx.log.pipeline_id}:{once_key}"
                 result = flow_runs.append_once(
@@ -192,6 +185,62 @@ class FlowExecutor:
         finally:
             reads.drop_views()
 
+    def refresh_view(
+        self,
+        graph: Graph,
+        af: AnalysedFlow,
+        df: DataFrame,
+        *,
+        versions: Mapping[str, int | None],
+        frames: Mapping[str, list[DataFrame]],
+        run: FlowRun,
+        rules: Rules,
+        aside: str | None,
+    ) -> flow_runs.WriteResult | None:
+        """A materialized view's refresh by the technique its plan chose (logged first)."""
+        flow, dataset = af.flow, graph.datasets[af.target]
+        plan, record, appended = view_refresh.plan_view(
+            self.ctx.spark, af, dataset, df, versions, frames, quarantines=aside is not None
+        )
+        self.ctx.log.event(
+            "planning_information",
+            f"'{af.target}' is refreshed by {plan.technique.value}: {plan.reason}.",
+            plan.to_details(),
+            flow_name=flow.name,
+            dataset_name=af.target,
+        )
+        run.technique = plan.technique.value
+        if plan.technique == Technique.NO_OP:
+            return None
+        if plan.technique == Technique.APPEND:
+            # The same query on the new rows of the appended inputs and on the others'
+            # rows at the versions recorded: its rows are what a recompute would add.
+            new = self.reads(graph, af, run, pins=versions, appended=appended)
+            try:
+                rows = evaluate(flow, new)
+                return flow_runs.refresh_view(
+                    self.ctx.spark,
+                    af,
+                    dataset,
+                    rows,
+                    run=run,
+                    rules=rules,
+                    user_metadata=record,
+                    append=True,
+                )
+            finally:
+                new.drop_views()
+        return flow_runs.refresh_view(
+            self.ctx.spark,
+            af,
+            dataset,
+            df,
+            run=run,
+            rules=rules,
+            quarantine=aside,
+            user_metadata=record,
+        )
+
     def batch_done(self, run: FlowRun) -> None:
         self.ctx.log.flow_progress(
             run.name, run.target, FlowStatus.RUNNING, run.metrics, run.data_quality
@@ -203,8 +252,15 @@ class FlowExecutor:
         af: AnalysedFlow,
         run: FlowRun,
         quarantines: bool = False,
-        frames: list[DataFrame] | None = None,
+        *,
+        frames: dict[str, list[DataFrame]] | None = None,
+        pins: Mapping[str, int | None] | None = None,
+        appended: Mapping[str, DataFrame] | None = None,
     ) -> PipelineReads:
+        """The flow's reads of the pipeline's datasets (``frames`` collects the stored
+        ones by key; ``pins``: read those at these versions, unless the flow time-travels
+        itself; ``appended``: read only these rows of those inputs)."""
+
         def source(
             reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
         ) -> DataFrame:
@@ -217,9 +273,15 @@ class FlowExecutor:
             table = api.table(self.ctx.spark, key)
             if streaming:
                 return table.read_stream(options)
-            rows = table.read(options=options)
+            version = (pins or {}).get(key)
+            if appended is not None and key in appended:
+                rows = appended[key]
+            elif version is not None and not TIME_TRAVEL & {k.lower() for k in options}:
+                rows = table.read(version=version, options=options)
+            else:
+                rows = table.read(options=options)
             if frames is not None:
-                frames.append(rows)
+                frames.setdefault(key, []).append(rows)
             return rows
 
         return PipelineReads(

@@ -401,13 +401,17 @@ def refresh_view(
     rules: Rules,
     quarantine: str | None = None,
     user_metadata: str | None = None,
+    append: bool = False,
 ) -> WriteResult | None:
     """Recompute a materialized view: its query's rows (those passing its rules) replace
     the table's in one commit (recording ``user_metadata``: what the refresh read); its
-    quarantine table is replaced likewise, first."""
+    quarantine table is replaced likewise, first. ``append``: ``df`` is the query on its
+    inputs' new rows only (the *append* technique), added to the view in one commit with
+    the record (never with a quarantine table: the two could not commit together)."""
+    assert not (append and quarantine)
     table = api.table(spark, af.target)
     aside = api.table(spark, quarantine) if quarantine else None
-    spec = table_spec(dataset, "overwrite", user_metadata=user_metadata)
+    spec = table_spec(dataset, "append" if append else "overwrite", user_metadata=user_metadata)
     result = write_checked(
         df,
         rules,

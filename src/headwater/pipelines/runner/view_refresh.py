@@ -5,6 +5,7 @@ the record the refresh leaves in the view's commit for the next one."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -12,7 +13,7 @@ from headwater import api
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.refresh import inputs as view_inputs
-from headwater.pipelines.refresh.plan import Facts, RefreshPlan, plan_refresh
+from headwater.pipelines.refresh.plan import Change, Facts, RefreshPlan, Technique, plan_refresh
 
 
 def input_versions(spark: SparkSession, graph: Graph, af: AnalysedFlow) -> dict[str, int | None]:
@@ -31,9 +32,12 @@ def plan_view(
     dataset: Dataset,
     df: DataFrame,
     versions: Mapping[str, int | None],
-    frames: Sequence[DataFrame],
-) -> tuple[RefreshPlan, str]:
-    """The plan of this refresh and what its commit records."""
+    frames: Mapping[str, Sequence[DataFrame]],
+    *,
+    quarantines: bool = False,
+) -> tuple[RefreshPlan, str, dict[str, DataFrame]]:
+    """The plan of this refresh, what its commit records, and (for the *append*
+    technique) the new rows of each appended input."""
     definition = view_inputs.definition_digest(af.flow, af.schema.json())
     view = api.table(spark, af.target)
     recorded, view_version = (
@@ -45,7 +49,8 @@ def plan_view(
             if now is not None and key in recorded.inputs:
                 location = api.table(spark, key).location
                 changes[key] = view_inputs.change_between(location, recorded.inputs[key], now)
-    deterministic, unversioned = view_inputs.query_facts(df, frames)
+    all_frames = [d for reads in frames.values() for d in reads]
+    deterministic, unversioned = view_inputs.query_facts(df, all_frames)
     unversioned += tuple(k for k, v in versions.items() if v is None)
     facts = Facts(
         policy=dataset.refresh_policy,
@@ -56,6 +61,24 @@ def plan_view(
         changes=changes,
         deterministic=deterministic,
         unversioned=unversioned,
+        shape=view_inputs.query_shape(df, frames),
+        quarantines=quarantines,
     )
-    record = {k: v for k, v in versions.items() if v is not None}
-    return plan_refresh(af.target, facts), view_inputs.user_metadata(record, definition)
+    record = view_inputs.user_metadata(
+        {k: v for k, v in versions.items() if v is not None}, definition
+    )
+    plan = plan_refresh(af.target, facts)
+    appended: dict[str, DataFrame] = {}
+    if plan.technique == Technique.APPEND:
+        assert recorded is not None
+        for key, change in changes.items():
+            if change != Change.APPENDS:
+                continue
+            now = versions[key]
+            assert now is not None
+            rows = api.table(spark, key).read_appended(recorded.inputs[key], now)
+            if rows is None:  # compacted away since: recompute
+                facts = replace(facts, appends_readable=False)
+                return plan_refresh(af.target, facts), record, {}
+            appended[key] = rows
+    return plan, record, appended
