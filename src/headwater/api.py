@@ -180,13 +180,23 @@ class Table:
         txn: tuple[str, int] | None = None,
         target_alias: str = "target",
         evolve: bool = False,
+        user_metadata: str | None = None,
     ) -> MergeResult:
         """MERGE ``source`` into this table as one commit (delta-spark's semantics).
         ``txn`` (application id, version) makes it exactly-once for a caller that replays
         batches: a version already recorded for that application commits nothing.
-        ``evolve``: source columns the table lacks are added (schema evolution)."""
+        ``evolve``: source columns the table lacks are added (schema evolution);
+        ``user_metadata``: the commit's ``userMetadata``."""
         result = delta_merge(
-            self.spark, self.location, source, condition, clauses, target_alias, evolve, txn
+            self.spark,
+            self.location,
+            source,
+            condition,
+            clauses,
+            target_alias,
+            evolve,
+            txn,
+            user_metadata,
         )
         if result.schema_changed:
             self._mirror()

@@ -69,6 +69,7 @@ def test_anything_else_is_a_full_recompute_with_its_reason(change, reason):
     assert [c.technique for c in plan.considered if not c.applicable] == [
         Technique.NO_OP,
         Technique.APPEND,
+        Technique.GROUP_AGGREGATE,
     ]
 
 

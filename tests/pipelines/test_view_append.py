@@ -8,10 +8,10 @@ technique logged is the one expected for the change. Real pipelines, real Delta 
 from __future__ import annotations
 
 import random
-from collections import Counter
 
+import view_checks
 from conftest import RAW_TABLE, orders
-from deltalake import DeltaTable
+from view_checks import techniques, version
 
 VIEWS = """
 from pyspark import pipelines as dp
@@ -47,7 +47,7 @@ def twice():  # the same input twice through a union
 
 
 @dp.materialized_view
-def totals():  # an aggregate: recomputed, with the reason
+def totals():  # an aggregate: its groups merged
     return spark.read.table("raw").groupBy("region").agg(F.sum("amount").alias("amount"))
 """
 
@@ -61,24 +61,8 @@ QUERIES = {  # each view's query, run from scratch on the tables as they are
 }
 
 
-def techniques(result) -> dict[str, dict]:
-    found = {}
-    for e in result.events:
-        if e.event_type == "planning_information":
-            found[(e.dataset_name or "").rsplit(".", 1)[-1]] = e.details
-    return found
-
-
 def same_rows(project, view: str) -> None:
-    """The view equals its query recomputed now (as multisets: duplicates count)."""
-    expected = project.spark.sql(QUERIES[view].format(db=project.database))
-    got = project.spark.table(f"{project.database}.{view}").select(*expected.columns)
-    assert Counter(map(tuple, got.collect())) == Counter(map(tuple, expected.collect())), view
-
-
-def version(project, table: str) -> int:
-    location = project.spark.sql(f"DESCRIBE DETAIL {project.database}.{table}").first()
-    return DeltaTable(location["location"]).version()
+    view_checks.same_rows(project, view, QUERIES[view])
 
 
 def test_appended_rows_are_appended_to_row_wise_views_and_equal_a_recompute(project):
@@ -101,8 +85,7 @@ def test_appended_rows_are_appended_to_row_wise_views_and_equal_a_recompute(proj
         assert version(project, view) == before[view] + 1  # one commit: rows and record
         same_rows(project, view)
     assert plans["dims"]["chosen"] == "NO_OP"  # constant rows, unchanged definition
-    assert plans["totals"]["chosen"] == "FULL_RECOMPUTE"
-    assert "the query aggregates" in plans["totals"]["reason"]
+    assert plans["totals"]["chosen"] == "GROUP_AGGREGATE"  # (see test_view_group_aggregate)
     same_rows(project, "totals")
     assert second.flows["big"].technique == "APPEND"
     assert second.flows["big"].num_output_rows == 4  # only the new rows were computed
@@ -168,4 +151,5 @@ def test_random_changes_keep_every_view_equal_to_its_recompute(project):
         expected = {"append": "APPEND", "nothing": "NO_OP", "optimize": "NO_OP"}
         want = expected.get(kind, "FULL_RECOMPUTE")
         assert plans["big"]["chosen"] == want, (step, kind, plans["big"])
-        assert plans["totals"]["chosen"] == ("NO_OP" if want == "NO_OP" else "FULL_RECOMPUTE")
+        want = {"APPEND": "GROUP_AGGREGATE"}.get(want, want)
+        assert plans["totals"]["chosen"] == want, (step, kind, plans["totals"])

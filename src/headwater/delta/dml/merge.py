@@ -97,8 +97,9 @@ def merge(
     target_alias: str | None,
     evolve: bool = False,
     txn_id: tuple[str, int] | None = None,
+    user_metadata: str | None = None,
 ) -> Result:
-    """MERGE ``source`` into the table at ``path``.
+    """MERGE ``source`` into the table at ``path`` (``user_metadata``: the commit's).
 
     Clauses of each kind are tried in order; the first whose condition holds acts. A target
     row matched by several source rows is an error unless the MERGE only inserts (as in
@@ -114,6 +115,7 @@ def merge(
     txn, done = open_transaction(spark, snapshot, operation, txn_id)
     if done:
         return Result(None, {})
+    txn.user_metadata = user_metadata
     deletion_vectors = vectors.applies(snapshot)
     request = MergeRequest(
         condition,

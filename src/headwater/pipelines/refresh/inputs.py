@@ -21,7 +21,15 @@ from pyspark.sql import DataFrame
 
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.define.elements import Flow
-from headwater.pipelines.refresh.plan import Change, Join, Recorded, Shape, Sides
+from headwater.pipelines.refresh.plan import (
+    Aggregation,
+    Change,
+    Combine,
+    Join,
+    Recorded,
+    Shape,
+    Sides,
+)
 
 MARKER = "headwater.materializedView"
 LOOK_BACK = 100  # commits searched for the last refresh's record
@@ -50,6 +58,13 @@ NOT_ROW_WISE = {  # what a user reads in the planning reason
     "Intersect": "the query has INTERSECT",
     "Except": "the query has EXCEPT",
     "Sample": "the query samples rows",
+}
+COMBINE = {  # aggregate functions whose results on two row sets combine into the whole's
+    "Sum": Combine.SUM,
+    "Count": Combine.ADD,
+    "count_if": Combine.ADD,
+    "Min": Combine.LEAST,
+    "Max": Combine.GREATEST,
 }
 JOIN_SIDES = {
     "Inner": Sides.EITHER,
@@ -202,15 +217,52 @@ def query_shape(df: DataFrame, reads: Mapping[str, Sequence[DataFrame]]) -> Shap
             return frozenset().union(*(i for i, _ in found)), any(c for _, c in found)
         raise _NotRowWise(f"the query has {name}")
 
+    root = df._jdf.queryExecution().analyzed()
+    while root.nodeName() in ("SubqueryAlias", "View", "Sort"):  # (a table keeps no order)
+        root = _children(root)[0]
+    aggregate = _aggregation(root) if root.nodeName() == "Aggregate" else None
     try:
-        inputs, constant = walk(df._jdf.queryExecution().analyzed())
+        inputs, constant = walk(_children(root)[0] if aggregate is not None else root)
     except _NotRowWise as e:
         return Shape(str(e))
     if constant and not inputs:
         return Shape("the query reads no input")
+    if aggregate is not None:
+        return Shape(NOT_ROW_WISE["Aggregate"], tuple(joins), aggregate)
     return Shape(None, tuple(joins))
 
 
+def _aggregation(node: object) -> Aggregation:
+    """The GROUP BY's keys and how each aggregate column combines (or why one cannot)."""
+    grouping = _seq(node.groupingExpressions())  # type: ignore[attr-defined]
+    keys: list[str] = []
+    columns: dict[str, Combine] = {}
+    why = None
+    for e in _seq(node.aggregateExpressions()):  # type: ignore[attr-defined]
+        value = e.child() if e.nodeName() == "Alias" else e
+        if any(value.semanticEquals(g) for g in grouping):
+            keys.append(str(e.name()))
+            continue
+        if value.nodeName() != "AggregateExpression":
+            why = why or f"its column '{e.name()}' is computed from aggregates"
+            continue
+        function = value.aggregateFunction().nodeName()
+        combine = COMBINE.get(str(function))
+        if value.isDistinct() or not value.filter().isEmpty():
+            why = why or f"its column '{e.name()}' aggregates DISTINCT or FILTERed rows"
+        elif combine is None:
+            why = why or f"its aggregate {function} does not combine from partial results"
+        else:
+            columns[str(e.name())] = combine
+    if why is None and len(keys) < len(grouping):
+        why = "a GROUP BY expression is not one of the view's columns"
+    return Aggregation(tuple(keys), columns, why)
+
+
 def _children(node: object) -> list:
-    seq = node.children()  # type: ignore[attr-defined]
-    return [seq.apply(i) for i in range(seq.size())]
+    return _seq(node.children())  # type: ignore[attr-defined]
+
+
+def _seq(seq: object) -> list:
+    """A Scala sequence's items."""
+    return [seq.apply(i) for i in range(seq.size())]  # type: ignore[attr-defined]

@@ -10,7 +10,9 @@ user can always see why a view was recomputed.
 Techniques are used only where they are provably exact. Built so far: *no-op* (nothing an
 exact result depends on changed), *append* (only rows were appended to inputs whose rows
 map to the view's rows one by one: the query runs on the new rows and its result is
-appended) and *full recompute*.
+appended), *group aggregate* (only rows were appended to the inputs of one GROUP BY whose
+aggregates combine — sum, count, min, max, count_if: the query runs on the new rows and
+its groups merge into the view's) and *full recompute*.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from headwater.pipelines.define.elements import RefreshPolicy
 class Technique(str, Enum):
     NO_OP = "NO_OP"
     APPEND = "APPEND"
+    GROUP_AGGREGATE = "GROUP_AGGREGATE"
     FULL_RECOMPUTE = "FULL_RECOMPUTE"
 
 
@@ -63,12 +66,32 @@ class Join:
     changeable: Sides
 
 
+class Combine(str, Enum):
+    """How a view's aggregate column and the same aggregate of new rows make the new
+    value (each exact for appended rows)."""
+
+    SUM = "sum"  # NULL when both are (no non-null value yet)
+    ADD = "add"  # counts
+    LEAST = "least"  # min (NULLs ignored, as min ignores them)
+    GREATEST = "greatest"  # max
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """A query that is one GROUP BY over row-wise inputs."""
+
+    keys: tuple[str, ...]  # the view's grouping columns
+    columns: Mapping[str, Combine]  # the view's aggregate columns, when all combine
+    not_mergeable: str | None = None  # why the aggregates cannot combine, if they cannot
+
+
 @dataclass(frozen=True)
 class Shape:
     """How the query's rows follow from its inputs', from its analysed plan."""
 
     not_row_wise: str | None  # why the query's rows do not map from input rows one by one
-    joins: tuple[Join, ...] = ()
+    joins: tuple[Join, ...] = ()  # (under the aggregate, for one)
+    aggregate: Aggregation | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +107,7 @@ class Facts:
     shape: Shape = Shape("its plan was not analysed")
     appends_readable: bool = True  # the appended rows can be read alone (not compacted away)
     quarantines: bool = False  # the view sets failing rows aside in a table of their own
+    expectations: bool = False  # the view checks its rows against expectations
 
 
 @dataclass(frozen=True)
@@ -99,6 +123,7 @@ class RefreshPlan:
     reason: str
     considered: tuple[Considered, ...]
     full_reason: str | None = None  # why not incremental, when it is a full recompute
+    aggregation: Aggregation | None = None  # the groups to merge (group aggregate)
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -132,10 +157,21 @@ def plan_refresh(view: str, facts: Facts) -> RefreshPlan:
         full = Considered(Technique.FULL_RECOMPUTE, True, "more work for the same rows")
         return RefreshPlan(Technique.NO_OP, no_op.reason, (no_op, full))
     append = _append(facts, initializing)
-    if append.applicable:
-        full = Considered(Technique.FULL_RECOMPUTE, True, "reads every row again")
-        return RefreshPlan(Technique.APPEND, append.reason, (no_op, append, full))
-    why = no_op.reason if initializing is not None else append.reason
+    grouped = _group_aggregate(facts, initializing)
+    considered = (no_op, append, grouped)
+    for chosen in (append, grouped):
+        if chosen.applicable:
+            full = Considered(Technique.FULL_RECOMPUTE, True, "reads every row again")
+            return RefreshPlan(
+                chosen.technique,
+                chosen.reason,
+                (*considered, full),
+                aggregation=facts.shape.aggregate if chosen is grouped else None,
+            )
+    if initializing is not None:
+        why = no_op.reason
+    else:  # the reason of the technique the query's shape was closest to
+        why = grouped.reason if facts.shape.aggregate is not None else append.reason
     if facts.policy == RefreshPolicy.INCREMENTAL_STRICT and initializing is None:
         raise NotIncrementalizable(
             f"[MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE] '{view}' has REFRESH POLICY "
@@ -143,7 +179,7 @@ def plan_refresh(view: str, facts: Facts) -> RefreshPlan:
             "or INCREMENTAL to allow a full recompute."
         )
     full = Considered(Technique.FULL_RECOMPUTE, True, why)
-    return RefreshPlan(Technique.FULL_RECOMPUTE, why, (no_op, append, full), why)
+    return RefreshPlan(Technique.FULL_RECOMPUTE, why, (*considered, full), why)
 
 
 def _initialization(facts: Facts) -> str | None:
@@ -194,34 +230,83 @@ def _append(facts: Facts, initializing: str | None) -> Considered:
     def no(reason: str) -> Considered:
         return Considered(Technique.APPEND, False, reason)
 
-    blocked = _not_incremental(facts, initializing)
+    changed, blocked = _appended(facts, initializing)
     if blocked is not None:
         return no(blocked)
-    changes = {k: facts.changes.get(k, Change.UPDATES) for k in facts.inputs}
-    changed = sorted(k for k, c in changes.items() if c != Change.NONE)
-    updated = sorted(k for k in changed if changes[k] != Change.APPENDS)
-    if updated:
-        kinds = sorted({changes[k].value for k in updated})
-        return no(f"input {_names(updated)} changed ({', '.join(kinds)})")
     if facts.shape.not_row_wise is not None:
         return no(f"input {_names(changed)} changed (appends), but {facts.shape.not_row_wise}")
     if facts.quarantines:
         return no("the view quarantines rows: its quarantine table cannot commit with it")
-    for join in facts.shape.joins:
-        left, right = join.left.intersection(changed), join.right.intersection(changed)
-        if join.changeable == Sides.EITHER and left and right:
-            return no(f"both sides of a join changed ({_names(sorted(left | right))})")
-        if join.changeable == Sides.LEFT and right:
-            return no(f"input {_names(sorted(right))} changed on a join's lookup side")
-        if join.changeable == Sides.RIGHT and left:
-            return no(f"input {_names(sorted(left))} changed on a join's lookup side")
-    if not facts.appends_readable:
-        return no("the appended files were rewritten since (OPTIMIZE): they cannot be read alone")
+    blocked = _joins_block(facts, changed) or _unreadable(facts)
+    if blocked is not None:
+        return no(blocked)
     return Considered(
         Technique.APPEND,
         True,
         f"rows were only appended to {_names(changed)} and the query maps rows one by one",
     )
+
+
+def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
+    def no(reason: str) -> Considered:
+        return Considered(Technique.GROUP_AGGREGATE, False, reason)
+
+    changed, blocked = _appended(facts, initializing)
+    if blocked is not None:
+        return no(blocked)
+    aggregate = facts.shape.aggregate
+    if aggregate is None:
+        return no("the query is not one GROUP BY over its inputs' rows")
+    if aggregate.not_mergeable is not None:
+        return no(f"input {_names(changed)} changed (appends), but {aggregate.not_mergeable}")
+    if facts.expectations or facts.quarantines:
+        return no("the view's expectations are checked on whole rows, not on merged groups")
+    blocked = _joins_block(facts, changed) or _unreadable(facts)
+    if blocked is not None:
+        return no(blocked)
+    kinds = ", ".join(sorted({c.value for c in aggregate.columns.values()}))
+    return Considered(
+        Technique.GROUP_AGGREGATE,
+        True,
+        f"rows were only appended to {_names(changed)}; their groups' aggregates ({kinds}) "
+        "merge into the view's",
+    )
+
+
+def _appended(facts: Facts, initializing: str | None) -> tuple[list[str], str | None]:
+    """The inputs that changed, and why no technique for appended rows applies whatever
+    the query (a recompute is needed, or the change is not appends alone), if none does."""
+    blocked = _not_incremental(facts, initializing)
+    if blocked is not None:
+        return [], blocked
+    changes = {k: facts.changes.get(k, Change.UPDATES) for k in facts.inputs}
+    changed = sorted(k for k, c in changes.items() if c != Change.NONE)
+    updated = sorted(k for k in changed if changes[k] != Change.APPENDS)
+    if not updated:
+        return changed, None
+    kinds = sorted({changes[k].value for k in updated})
+    return changed, f"input {_names(updated)} changed ({', '.join(kinds)})"
+
+
+def _joins_block(facts: Facts, changed: list[str]) -> str | None:
+    """Why the query's joins make appended rows not enough, if they do: the new rows of a
+    join are those of the changed side's new rows joined with the other side only while
+    that side did not change."""
+    for join in facts.shape.joins:
+        left, right = join.left.intersection(changed), join.right.intersection(changed)
+        if join.changeable == Sides.EITHER and left and right:
+            return f"both sides of a join changed ({_names(sorted(left | right))})"
+        if join.changeable == Sides.LEFT and right:
+            return f"input {_names(sorted(right))} changed on a join's lookup side"
+        if join.changeable == Sides.RIGHT and left:
+            return f"input {_names(sorted(left))} changed on a join's lookup side"
+    return None
+
+
+def _unreadable(facts: Facts) -> str | None:
+    if not facts.appends_readable:
+        return "the appended files were rewritten since (OPTIMIZE): they cannot be read alone"
+    return None
 
 
 def _names(keys: list[str]) -> str:

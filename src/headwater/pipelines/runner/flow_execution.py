@@ -212,12 +212,18 @@ class FlowExecutor:
         run.technique = plan.technique.value
         if plan.technique == Technique.NO_OP:
             return None
-        if plan.technique == Technique.APPEND:
+        if plan.technique in (Technique.APPEND, Technique.GROUP_AGGREGATE):
             # The same query on the new rows of the appended inputs and on the others'
-            # rows at the versions recorded: its rows are what a recompute would add.
+            # rows at the versions recorded: the rows a recompute would add (append), or
+            # the touched groups' aggregates of the new rows (group aggregate).
             new = self.reads(graph, af, run, pins=versions, appended=appended)
             try:
                 rows = evaluate(flow, new)
+                if plan.technique == Technique.GROUP_AGGREGATE:
+                    assert plan.aggregation is not None
+                    return view_refresh.merge_groups(
+                        self.ctx.spark, af.target, rows, plan.aggregation, record
+                    )
                 return flow_runs.refresh_view(
                     self.ctx.spark,
                     af,

@@ -7,13 +7,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from headwater import api
+from headwater.delta.write.batch import WriteResult
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.refresh import inputs as view_inputs
-from headwater.pipelines.refresh.plan import Change, Facts, RefreshPlan, Technique, plan_refresh
+from headwater.pipelines.refresh.plan import (
+    Aggregation,
+    Change,
+    Combine,
+    Facts,
+    RefreshPlan,
+    Technique,
+    plan_refresh,
+)
 
 
 def input_versions(spark: SparkSession, graph: Graph, af: AnalysedFlow) -> dict[str, int | None]:
@@ -36,8 +46,8 @@ def plan_view(
     *,
     quarantines: bool = False,
 ) -> tuple[RefreshPlan, str, dict[str, DataFrame]]:
-    """The plan of this refresh, what its commit records, and (for the *append*
-    technique) the new rows of each appended input."""
+    """The plan of this refresh, what its commit records, and (for the *append* and
+    *group aggregate* techniques) the new rows of each appended input."""
     definition = view_inputs.definition_digest(af.flow, af.schema.json())
     view = api.table(spark, af.target)
     recorded, view_version = (
@@ -63,13 +73,14 @@ def plan_view(
         unversioned=unversioned,
         shape=view_inputs.query_shape(df, frames),
         quarantines=quarantines,
+        expectations=bool(dataset.expectations),
     )
     record = view_inputs.user_metadata(
         {k: v for k, v in versions.items() if v is not None}, definition
     )
     plan = plan_refresh(af.target, facts)
     appended: dict[str, DataFrame] = {}
-    if plan.technique == Technique.APPEND:
+    if plan.technique in (Technique.APPEND, Technique.GROUP_AGGREGATE):
         assert recorded is not None
         for key, change in changes.items():
             if change != Change.APPENDS:
@@ -82,3 +93,39 @@ def plan_view(
                 return plan_refresh(af.target, facts), record, {}
             appended[key] = rows
     return plan, record, appended
+
+
+def merge_groups(
+    spark: SparkSession, target: str, groups: DataFrame, aggregation: Aggregation, record: str
+) -> WriteResult:
+    """The *group aggregate* technique's commit: ``groups`` (the query on the new rows:
+    one row per touched group) merged into the view ``target`` by its keys (NULL keys
+    matching NULL keys), each aggregate combined with the view's, the refresh's record in
+    the same commit."""
+    keys = [f"t.`{k}` <=> s.`{k}`" for k in aggregation.keys]
+    condition = " AND ".join(keys) if keys else F.lit(True)
+    combined = {
+        f"`{c}`": _combine(F.col(f"t.`{c}`"), F.col(f"s.`{c}`"), how)
+        for c, how in aggregation.columns.items()
+    }
+    result = api.table(spark, target).merge(
+        groups.alias("s"),
+        condition,
+        [api.Clause("matched", "update", None, combined), api.Clause("not_matched", "insert")],
+        target_alias="t",
+        user_metadata=record,
+    )
+    touched = result.metrics.get("numTargetRowsUpdated", 0) + result.metrics.get(
+        "numTargetRowsInserted", 0
+    )
+    return WriteResult(result.version, num_rows=touched)
+
+
+def _combine(old: Column, new: Column, how: Combine) -> Column:
+    if how == Combine.SUM:
+        return F.when(old.isNull(), new).when(new.isNull(), old).otherwise(old + new)
+    if how == Combine.ADD:
+        return old + new
+    if how == Combine.LEAST:
+        return F.least(old, new)
+    return F.greatest(old, new)
