@@ -7,8 +7,8 @@ records the read (the graph's edges come from these records, never from users), 
 its ``source`` callback for the rows: the graph's analysis answers with empty stand-ins of
 the right schema, the runner with the real tables. Names that are not the pipeline's go
 on to Spark as usual. SQL text is parsed by the pipeline's SQL front, its dataset reads
-(``STREAM(x)``, ``read_files``/``cloud_files``) become temporary views, and Spark runs
-the rewritten query.
+(``STREAM(x)``, ``read_files``/``cloud_files``, ``read_kafka``) become temporary views, and
+Spark runs the rewritten query.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from headwater.adapter.resolution import resolving
 from headwater.catalog.names import parse
 from headwater.errors import OptionError, PipelineDefinitionError
 from headwater.pipelines.define.elements import Origin
+from headwater.pipelines.graph.kafka import read_kafka
+from headwater.pipelines.sql_files.kafka import KafkaSource
 from headwater.pipelines.sql_files.queries import FileSource, Reference, SqlQuery, parse_query
 from headwater.sql import functions
 from headwater.sql.functions import guess_format
@@ -103,13 +105,16 @@ class PipelineReads:
         return self.run_query(query)
 
     def run_query(self, query: SqlQuery) -> DataFrame:
-        names: dict[Reference | FileSource, str] = {}
+        names: dict[Reference | FileSource | KafkaSource, str] = {}
         for ref in query.references:
             df = self.table(f"LIVE.{ref.name}" if ref.live else ref.name, ref.streaming)
             if df is not None:
                 names[ref] = self.view_of(df)
         for src in query.file_sources:
-            names[src] = self.view_of(self.read_files(src))
+            if isinstance(src, KafkaSource):
+                names[src] = self.view_of(read_kafka(self.spark, src, self.origin))
+            else:
+                names[src] = self.view_of(self.read_files(src))
         with resolving(None):
             return self.spark.sql(query.render(names, self.names.database))
 

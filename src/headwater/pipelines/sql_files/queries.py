@@ -25,6 +25,12 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.sql_files.kafka import (
+    Argument,
+    KafkaArgumentError,
+    KafkaSource,
+    kafka_source,
+)
 from headwater.sql.cursor import STRINGS, Cursor, key_of
 from headwater.sql.text import SqlError, Statement, line_col, offset_at, parse, tokenize
 
@@ -75,10 +81,10 @@ class SqlQuery:
     tree: exp.Expr
     text: str
     references: tuple[Reference, ...] = ()
-    file_sources: tuple[FileSource, ...] = ()
+    file_sources: tuple[FileSource | KafkaSource, ...] = ()
 
     def render(
-        self, names: Mapping[Reference | FileSource, str], database: str | None = None
+        self, names: Mapping[Reference | FileSource | KafkaSource, str], database: str | None = None
     ) -> str:
         """Spark SQL of the query with each read in ``names`` replaced by the plain table
         identifier given (the runner's temporary views) and every ``STREAM`` wrapper
@@ -95,7 +101,7 @@ class SqlQuery:
             read = read_of(table, ctes)
             if isinstance(read, Reference):
                 planned.append((table, by_key.get(reference_key(read)), True))
-            elif isinstance(read, FileSource):
+            elif isinstance(read, (FileSource, KafkaSource)):
                 planned.append((table, names.get(read), False))
         for stream in list(tree.find_all(exp.Stream)):
             unwrap_stream(stream)  # first: the alias of STREAM(x) a moves onto the table
@@ -182,13 +188,15 @@ def definition_error(
 # -- reads ----------------------------------------------------------------------------------
 
 
-def reads_of(tree: exp.Expr) -> tuple[tuple[Reference, ...], tuple[FileSource, ...]]:
+def reads_of(
+    tree: exp.Expr,
+) -> tuple[tuple[Reference, ...], tuple[FileSource | KafkaSource, ...]]:
     """Every dataset and file read of ``tree``, subqueries and joins included, CTEs of the
     query excluded. References are deduplicated by (name, streaming), case-insensitively;
     one written with ``LIVE.`` anywhere counts as ``live``."""
     ctes = cte_names(tree)
     references: dict[tuple[str, bool], Reference] = {}
-    sources: dict[FileSource, None] = {}
+    sources: dict[FileSource | KafkaSource, None] = {}
     for table in sorted(tree.find_all(exp.Table), key=position):
         try:
             read = read_of(table, ctes)
@@ -202,7 +210,7 @@ def reads_of(tree: exp.Expr) -> tuple[tuple[Reference, ...], tuple[FileSource, .
                 references[key] = read
             elif read.live and not kept.live:
                 references[key] = Reference(kept.name, kept.streaming, True)
-        elif isinstance(read, FileSource):
+        elif isinstance(read, (FileSource, KafkaSource)):
             sources[read] = None
     return tuple(references.values()), tuple(sources)
 
@@ -221,13 +229,15 @@ def cte_names(tree: exp.Expr) -> set[str]:
     return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
 
 
-def read_of(table: exp.Table, ctes: set[str]) -> Reference | FileSource | None:
-    """What a table node of the query reads: a dataset, files, or nothing of ours (a CTE,
-    another table function)."""
+def read_of(table: exp.Table, ctes: set[str]) -> Reference | FileSource | KafkaSource | None:
+    """What a table node of the query reads: a dataset, files, a Kafka topic, or nothing
+    of ours (a CTE, another table function)."""
     streaming = is_streamed(table)
     if isinstance(table.this, exp.Anonymous):
         if str(table.this.name).lower() in FILE_FUNCTIONS:
             return file_source(table.this, streaming)
+        if str(table.this.name).lower() == "read_kafka":
+            return kafka_read(table.this, streaming)
         return None
     parts = [p for p in table.parts if isinstance(p, exp.Identifier)]
     if not parts or len(parts) != len(table.parts):
@@ -327,6 +337,20 @@ def file_source(call: exp.Anonymous, streaming: bool) -> FileSource:
             else:
                 options.append((key, value if value is not None else arg.expression.sql()))
     return FileSource(function, path, fmt, tuple(options), streaming)
+
+
+def kafka_read(call: exp.Anonymous, streaming: bool) -> KafkaSource:
+    """``read_kafka(name => value, ...)``, checked by :mod:`.kafka`."""
+    arguments = [
+        Argument(arg.this.name, literal_text(arg.expression), arg.expression.sql(OUTPUT_DIALECT))
+        if isinstance(arg, exp.Kwarg)
+        else Argument(None, literal_text(arg), arg.sql(OUTPUT_DIALECT))
+        for arg in call.expressions
+    ]
+    try:
+        return kafka_source(arguments, streaming)
+    except KafkaArgumentError as e:
+        raise FileSourceError("read_kafka", str(e)) from None
 
 
 def map_pairs(node: exp.Expr) -> list[tuple[str, str]]:
