@@ -120,19 +120,34 @@ def test_a_wrong_call_is_one_line_naming_the_argument_and_the_spot(call, stream,
     assert "^ column" in message  # the line as written, with a caret under the call
 
 
-def test_without_the_connector_the_error_says_how_to_add_it(project):
-    """The default install (pip's pyspark, no Kafka jars): one line naming the fix."""
-    project.source(
-        "bronze.sql",
-        """
-        CREATE OR REFRESH STREAMING TABLE bronze AS
-        SELECT * FROM STREAM read_kafka(bootstrapServers => '127.0.0.1:9', subscribe => 't');
-        """,
+SQL_BRONZE = """
+CREATE OR REFRESH STREAMING TABLE bronze AS
+SELECT * FROM STREAM read_kafka(bootstrapServers => '127.0.0.1:9', subscribe => 't');
+"""
+
+PY_BRONZE = """
+import dlt
+
+@dlt.table
+def bronze():
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", "127.0.0.1:9")
+        .option("subscribe", "t")
+        .load()
     )
+"""
+
+
+@pytest.mark.parametrize(("file", "text"), [("bronze.sql", SQL_BRONZE), ("bronze.py", PY_BRONZE)])
+def test_without_the_connector_the_error_says_how_to_add_it(project, file, text):
+    """The default install (pip's pyspark, no Kafka jars): one line naming the fix, for
+    SQL's read_kafka and for Python's format("kafka") alike."""
+    project.source(file, text)
     with pytest.raises(PipelineDefinitionError) as e:
         project.run()
     message = str(e.value)
     assert "[KAFKA_CONNECTOR_MISSING]" in message
     assert "spark-sql-kafka-0-10_2.13" in message and "docs/kafka.md" in message
-    assert "bronze.sql" in message
+    assert file in message
     assert "\n" not in message.split("KAFKA_CONNECTOR_MISSING")[1]

@@ -28,6 +28,7 @@ from headwater.pipelines.cdc.snapshots import snapshot_schema
 from headwater.pipelines.define.auto_cdc import resolve
 from headwater.pipelines.define.elements import Dataset, DatasetKind, Flow
 from headwater.pipelines.define.registry import Registry
+from headwater.pipelines.graph.kafka import connector_missing, is_connector_missing
 from headwater.pipelines.graph.reads import Names, PipelineReads
 
 
@@ -107,6 +108,8 @@ def evaluate(flow: Flow, reads: PipelineReads) -> DataFrame:
                     flow.origin.file,
                     flow.origin.line,
                 ) from None
+            if is_connector_missing(e):
+                raise connector_missing(flow.origin) from None
             raise _failed(flow, e) from e
         except (HeadwaterError, Exception) as e:
             raise _failed(flow, e) from e

@@ -31,15 +31,26 @@ def read_kafka(spark: SparkSession, source: KafkaSource, origin: Origin) -> Data
     try:
         return reader.format("kafka").options(**options).load()
     except AnalysisException as e:
-        if CONNECTOR_MISSING not in str(e):
+        if not is_connector_missing(e):
             raise
-        raise PipelineDefinitionError(
-            "[KAFKA_CONNECTOR_MISSING] read_kafka needs Spark's Kafka connector, which pip's "
-            "pyspark does not ship: put spark-sql-kafka-0-10_2.13 of Spark's exact version and "
-            "its dependencies in spark.jars (docs/kafka.md, 'The connector').",
-            origin.file,
-            origin.line,
-        ) from None
+        raise connector_missing(origin) from None
+
+
+def is_connector_missing(error: AnalysisException) -> bool:
+    """Spark's error for ``format("kafka")`` without the connector on the classpath."""
+    return error.getCondition() == CONNECTOR_MISSING
+
+
+def connector_missing(origin: Origin) -> PipelineDefinitionError:
+    """The one line a flow reading Kafka fails with when the connector is missing (SQL's
+    ``read_kafka`` or a Python ``format("kafka")``), naming the fix."""
+    return PipelineDefinitionError(
+        "[KAFKA_CONNECTOR_MISSING] Reading Kafka needs Spark's Kafka connector, which pip's "
+        "pyspark does not ship: put spark-sql-kafka-0-10_2.13 of Spark's exact version and "
+        "its dependencies in spark.jars (docs/kafka.md, 'The connector').",
+        origin.file,
+        origin.line,
+    )
 
 
 def option_text(value: object) -> str:
