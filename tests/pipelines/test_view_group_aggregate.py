@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import view_checks
 from conftest import RAW_TABLE, orders
 from view_checks import techniques, version
+
+from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 
 VIEWS = """
 from pyspark import pipelines as dp
@@ -79,11 +82,27 @@ def test_appended_rows_merge_into_their_groups(project):
     assert techniques(project.run())["by_region"]["chosen"] == "NO_OP"
 
 
-def test_random_changes_keep_aggregates_equal_to_their_recompute(project):
+@pytest.mark.parametrize("commit", ["rewrite", "merge"])
+def test_random_changes_keep_aggregates_equal_to_their_recompute(project, commit):
     """Property-style: seeded random appends (with duplicates and NULLs), updates,
     deletes, compactions and empty updates; after each refresh every view equals a
-    recompute, by GROUP_AGGREGATE exactly when the change was appends alone."""
-    rnd = random.Random(7)
+    recompute, by GROUP_AGGREGATE exactly when the change was appends alone — with the
+    groups combined in a rewrite of the (small) view, or merged into it."""
+    if commit == "merge":  # every view counts as large: groups are MERGEd
+        project.spark.conf.set(REWRITE_UP_TO, "0")
+    try:
+        changes_keep_aggregates_exact(project, random.Random(7 if commit == "merge" else 8))
+    finally:
+        project.spark.conf.unset(REWRITE_UP_TO)
+    assert ("MERGE" in history(project, "by_region")) == (commit == "merge")
+
+
+def history(project, table: str) -> set[str]:
+    rows = project.spark.sql(f"DESCRIBE HISTORY {project.database}.{table}").collect()
+    return {r.operation for r in rows}
+
+
+def changes_keep_aggregates_exact(project, rnd: random.Random) -> None:
     project.source("raw.py", RAW_TABLE)
     project.source("views.py", VIEWS)
     project.land("0.json", orders(0, 3))

@@ -126,6 +126,12 @@ def _record(text: object) -> dict | None:
         return None
 
 
+def data_bytes(location: str) -> int | None:
+    """The size of a table's data files at its latest version (None: no table)."""
+    log = DeltaLog(location)
+    return sum(f.size for f in log.snapshot().files) if log.exists() else None
+
+
 def latest_version(location: str) -> int | None:
     log = DeltaLog(location)
     return log.latest_version() if log.exists() else None

@@ -108,6 +108,8 @@ class Facts:
     appends_readable: bool = True  # the appended rows can be read alone (not compacted away)
     quarantines: bool = False  # the view sets failing rows aside in a table of their own
     expectations: bool = False  # the view checks its rows against expectations
+    view_bytes: int | None = None  # the view's data files' size now
+    rewrite_up_to: int = 256 * 1024 * 1024  # bytes: a view this small is rewritten, not merged
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class RefreshPlan:
     considered: tuple[Considered, ...]
     full_reason: str | None = None  # why not incremental, when it is a full recompute
     aggregation: Aggregation | None = None  # the groups to merge (group aggregate)
+    merge: bool = False  # group aggregate by MERGE (a large view), else the view rewritten
+    view_version: int | None = None  # the view's version the plan was made on
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -167,6 +171,8 @@ def plan_refresh(view: str, facts: Facts) -> RefreshPlan:
                 chosen.reason,
                 (*considered, full),
                 aggregation=facts.shape.aggregate if chosen is grouped else None,
+                merge=chosen is grouped and _merges(facts),
+                view_version=facts.view_version,
             )
     if initializing is not None:
         why = no_op.reason
@@ -265,12 +271,26 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
     if blocked is not None:
         return no(blocked)
     kinds = ", ".join(sorted({c.value for c in aggregate.columns.values()}))
+    how = (
+        "by a MERGE of the touched groups"
+        if _merges(facts)
+        else "in one rewrite of the view, smaller than a MERGE's fixed cost"
+    )
     return Considered(
         Technique.GROUP_AGGREGATE,
         True,
         f"rows were only appended to {_names(changed)}; their groups' aggregates ({kinds}) "
-        "merge into the view's",
+        f"merge into the view's {how}",
     )
+
+
+def _merges(facts: Facts) -> bool:
+    """The cost model between the group aggregate's two commits: a view up to
+    ``rewrite_up_to`` bytes is rewritten whole with its groups combined (a MERGE's fixed
+    cost — measuring the source, pruning, a join per touched file — is seconds, a rewrite
+    of a few hundred MB of groups is less); larger views are merged, rewriting only the
+    touched files."""
+    return facts.view_bytes is None or facts.view_bytes > facts.rewrite_up_to
 
 
 def _appended(facts: Facts, initializing: str | None) -> tuple[list[str], str | None]:

@@ -34,7 +34,12 @@ KIND_LABELS = {
     "EXTERNAL": "external source",
     "FLOW": "flow",
 }
-REFRESH_LABELS = {"NO_OP": "unchanged", "FULL_RECOMPUTE": "recomputed"}
+REFRESH_LABELS = {
+    "NO_OP": "unchanged",
+    "APPEND": "new rows appended",
+    "GROUP_AGGREGATE": "groups merged",
+    "FULL_RECOMPUTE": "recomputed",
+}
 # A flow's states, and an update's (CANCELED, INITIALIZING, SETTING_UP_TABLES).
 STATUS_COLOURS: dict[str, str] = {
     FlowStatus.COMPLETED: "#1a7f37",

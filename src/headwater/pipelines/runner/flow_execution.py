@@ -220,9 +220,13 @@ class FlowExecutor:
             try:
                 rows = evaluate(flow, new)
                 if plan.technique == Technique.GROUP_AGGREGATE:
-                    assert plan.aggregation is not None
-                    return view_refresh.merge_groups(
-                        self.ctx.spark, af.target, rows, plan.aggregation, record
+                    assert plan.aggregation is not None and plan.view_version is not None
+                    if plan.merge:
+                        return view_refresh.merge_groups(
+                            self.ctx.spark, af.target, rows, plan.aggregation, record
+                        )
+                    rows = view_refresh.combined_groups(
+                        self.ctx.spark, af.target, plan.view_version, rows, plan.aggregation
                     )
                 return flow_runs.refresh_view(
                     self.ctx.spark,
@@ -232,7 +236,7 @@ class FlowExecutor:
                     run=run,
                     rules=rules,
                     user_metadata=record,
-                    append=True,
+                    append=plan.technique == Technique.APPEND,
                 )
             finally:
                 new.drop_views()

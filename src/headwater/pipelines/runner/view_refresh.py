@@ -4,6 +4,7 @@ the record the refresh leaves in the view's commit for the next one."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -24,6 +25,10 @@ from headwater.pipelines.refresh.plan import (
     Technique,
     plan_refresh,
 )
+
+# Session setting: the largest view (bytes) the group aggregate technique rewrites whole
+# rather than MERGEs into (see :func:`headwater.pipelines.refresh.plan.plan_refresh`).
+REWRITE_UP_TO = "headwater.pipelines.groupAggregate.rewriteUpToBytes"
 
 
 def input_versions(spark: SparkSession, graph: Graph, af: AnalysedFlow) -> dict[str, int | None]:
@@ -74,7 +79,11 @@ def plan_view(
         shape=view_inputs.query_shape(df, frames),
         quarantines=quarantines,
         expectations=bool(dataset.expectations),
+        view_bytes=view_inputs.data_bytes(view.location) if view_version is not None else None,
     )
+    rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
+    if rewrite_up_to:
+        facts = replace(facts, rewrite_up_to=int(rewrite_up_to))
     record = view_inputs.user_metadata(
         {k: v for k, v in versions.items() if v is not None}, definition
     )
@@ -98,10 +107,10 @@ def plan_view(
 def merge_groups(
     spark: SparkSession, target: str, groups: DataFrame, aggregation: Aggregation, record: str
 ) -> WriteResult:
-    """The *group aggregate* technique's commit: ``groups`` (the query on the new rows:
-    one row per touched group) merged into the view ``target`` by its keys (NULL keys
-    matching NULL keys), each aggregate combined with the view's, the refresh's record in
-    the same commit."""
+    """The *group aggregate* technique's commit on a large view: ``groups`` (the query on
+    the new rows: one row per touched group) merged into the view ``target`` by its keys
+    (NULL keys matching NULL keys), each aggregate combined with the view's, the refresh's
+    record in the same commit."""
     keys = [f"t.`{k}` <=> s.`{k}`" for k in aggregation.keys]
     condition = " AND ".join(keys) if keys else F.lit(True)
     combined = {
@@ -119,6 +128,31 @@ def merge_groups(
         "numTargetRowsInserted", 0
     )
     return WriteResult(result.version, num_rows=touched)
+
+
+def combined_groups(
+    spark: SparkSession, target: str, version: int, groups: DataFrame, aggregation: Aggregation
+) -> DataFrame:
+    """The view's rows at ``version`` with ``groups`` (the query on the new rows) combined
+    in: a full outer join by the keys (NULL keys matching NULL keys), aggregates combined
+    where a group is in both, taken as they are where it is in one. What the *group
+    aggregate* technique writes over a small view, in one overwrite."""
+    view = api.table(spark, target).read(version=version)
+    old = view.withColumn("__hw_old", F.lit(True)).alias("t")
+    new = groups.withColumn("__hw_new", F.lit(True)).alias("s")
+    keys = [F.col(f"t.`{k}`").eqNullSafe(F.col(f"s.`{k}`")) for k in aggregation.keys]
+    on = functools.reduce(lambda a, b: a & b, keys, F.lit(True))
+    joined = old.join(new, on, "full_outer")
+    both = F.col("t.__hw_old").isNotNull() & F.col("s.__hw_new").isNotNull()
+    columns = []
+    for name in view.columns:
+        was, now = F.col(f"t.`{name}`"), F.col(f"s.`{name}`")
+        how = aggregation.columns.get(name)
+        value = F.when(F.col("t.__hw_old").isNull(), now).otherwise(was)
+        if how is not None:
+            value = F.when(both, _combine(was, now, how)).otherwise(value)
+        columns.append(value.alias(name))
+    return joined.select(*columns)
 
 
 def _combine(old: Column, new: Column, how: Combine) -> Column:
