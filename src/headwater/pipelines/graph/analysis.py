@@ -28,7 +28,11 @@ from headwater.pipelines.cdc.snapshots import snapshot_schema
 from headwater.pipelines.define.auto_cdc import resolve
 from headwater.pipelines.define.elements import Dataset, DatasetKind, Flow
 from headwater.pipelines.define.registry import Registry
-from headwater.pipelines.graph.kafka import connector_missing, is_connector_missing
+from headwater.pipelines.graph.kafka import (
+    check_sink_rows,
+    connector_missing,
+    is_connector_missing,
+)
 from headwater.pipelines.graph.reads import Names, PipelineReads
 
 
@@ -239,6 +243,8 @@ def analyse(
                 flow, key, tuple(k for k, _ in reads.reads), df.isStreaming, schema
             )
             _check_flow_kind(datasets, result)
+            if datasets[key].kind == "sink" and (datasets[key].format or "").lower() == "kafka":
+                check_sink_rows(datasets[key], flow, schema)
             graph.flows[name] = result
             if datasets[key].kind == "table":
                 kind: DatasetKind = "streaming_table" if df.isStreaming else "materialized_view"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.errors import StreamingQueryException
+from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -32,6 +32,7 @@ from headwater.pipelines.cdc.snapshots import SnapshotApplier
 from headwater.pipelines.define.auto_cdc import resolve, tombstone_seconds
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow
+from headwater.pipelines.graph.kafka import connector_missing, is_connector_missing
 from headwater.pipelines.layout.folders import Layout
 from headwater.pipelines.runner.expectations import Quality, Rules
 from headwater.pipelines.runner.interrupt import BatchGate, stopped_by_request
@@ -235,7 +236,12 @@ def start_stream(
     if dataset.kind == "sink":
         writer = df.writeStream.format(dataset.format or "delta").options(**dataset.options)
         writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
-        return writer.trigger(**trigger).start()  # type: ignore[arg-type]
+        try:
+            return writer.trigger(**trigger).start()  # type: ignore[arg-type]
+        except AnalysisException as e:
+            if not is_connector_missing(e):
+                raise
+            raise connector_missing(af.flow.origin, "Writing to") from None
     run.counts_writes = True
 
     def committed(result: WriteResult) -> None:
