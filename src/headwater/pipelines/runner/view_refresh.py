@@ -4,7 +4,6 @@ the record the refresh leaves in the view's commit for the next one."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -134,25 +133,20 @@ def combined_groups(
     spark: SparkSession, target: str, version: int, groups: DataFrame, aggregation: Aggregation
 ) -> DataFrame:
     """The view's rows at ``version`` with ``groups`` (the query on the new rows) combined
-    in: a full outer join by the keys (NULL keys matching NULL keys), aggregates combined
-    where a group is in both, taken as they are where it is in one. What the *group
-    aggregate* technique writes over a small view, in one overwrite."""
+    in: both unioned and aggregated again by the keys (NULL keys group together, as in the
+    query), each aggregate by its combining function — sums and counts summed, minimums and
+    maximums taken again. What the *group aggregate* technique writes over a small view, in
+    one overwrite: one aggregation of a view's worth of rows, no join."""
     view = api.table(spark, target).read(version=version)
-    old = view.withColumn("__hw_old", F.lit(True)).alias("t")
-    new = groups.withColumn("__hw_new", F.lit(True)).alias("s")
-    keys = [F.col(f"t.`{k}`").eqNullSafe(F.col(f"s.`{k}`")) for k in aggregation.keys]
-    on = functools.reduce(lambda a, b: a & b, keys, F.lit(True))
-    joined = old.join(new, on, "full_outer")
-    both = F.col("t.__hw_old").isNotNull() & F.col("s.__hw_new").isNotNull()
-    columns = []
-    for name in view.columns:
-        was, now = F.col(f"t.`{name}`"), F.col(f"s.`{name}`")
-        how = aggregation.columns.get(name)
-        value = F.when(F.col("t.__hw_old").isNull(), now).otherwise(was)
-        if how is not None:
-            value = F.when(both, _combine(was, now, how)).otherwise(value)
-        columns.append(value.alias(name))
-    return joined.select(*columns)
+    both = view.unionByName(groups.select(*view.columns))
+    again = {Combine.SUM: F.sum, Combine.ADD: F.sum, Combine.LEAST: F.min, Combine.GREATEST: F.max}
+    aggregates = [
+        again[how](F.col(f"`{c}`")).cast(view.schema[c].dataType).alias(c)
+        for c, how in aggregation.columns.items()
+    ]
+    keys = [F.col(f"`{k}`") for k in aggregation.keys]
+    combined = both.groupBy(*keys).agg(*aggregates) if keys else both.agg(*aggregates)
+    return combined.select(*[f"`{c}`" for c in view.columns])
 
 
 def _combine(old: Column, new: Column, how: Combine) -> Column:
