@@ -16,7 +16,9 @@ echo "== lint (ruff), layers (import-linter), types (mypy)"
 .venv/bin/lint-imports --no-cache
 .venv/bin/mypy
 echo "== JVM jars the test tiers use (jars/pom.xml; fetched once, then from the cache)"
-bash scripts/fetch-jars.sh s3a >/dev/null
+# All of them now, one Maven at a time: the tiers below run side by side and then find
+# their jars in the cache (two Mavens writing one local repository could clash).
+bash scripts/fetch-jars.sh s3a delta-spark kafka kafka-broker >/dev/null
 echo "== tests"
 # Two worker processes (HEADWATER_TEST_WORKERS; 0 runs in this process), whole files per
 # worker: each keeps one SparkSession for its files. Most tests wait on Spark's scheduler,
@@ -26,7 +28,7 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # The optional tiers (a pyspark 4.2 venv of their own and jars from jars/pom.xml; see
 # docs/engines.md and docs/kafka.md) run after the main suite: beside it, even niced, they
 # starved (the delta-spark tier took 50 min instead of 12) and loaded the main suite's
-# Python workers into timeouts. Skipped when the arguments name tests;
+# Python workers into timeouts. Beside each other they fit. Skipped when the arguments name tests;
 # HEADWATER_TIERS="" skips them too.
 TIERS="${HEADWATER_TIERS-delta-spark kafka}"
 for arg in "$@"; do
@@ -34,9 +36,20 @@ for arg in "$@"; do
 done
 status=0
 .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile "$@" || status=$?
+# The tiers run side by side (one Spark process each, mostly waiting on a broker or on
+# each other's commits), each into its own log, printed whole when it ends.
+LOGS="$(mktemp -d)"
+pids=()
 for tier in $TIERS; do
   grep -q "^  $tier)" scripts/tier.sh || continue
-  echo "== tier: $tier"
-  bash scripts/tier.sh "$tier" "$@" || status=1
+  bash scripts/tier.sh "$tier" "$@" >"$LOGS/$tier.log" 2>&1 &
+  pids+=("$!:$tier")
 done
+for entry in "${pids[@]+"${pids[@]}"}"; do
+  pid="${entry%%:*}"; tier="${entry#*:}"
+  wait "$pid" || status=1
+  echo "== tier: $tier"
+  cat "$LOGS/$tier.log"
+done
+rm -rf "$LOGS"
 exit "$status"
