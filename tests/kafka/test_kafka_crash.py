@@ -64,10 +64,10 @@ def commits(path: Path) -> int:
     return len(list((path / "_delta_log").glob("*.json")))
 
 
-def writer(args: list[str], log: Path) -> subprocess.Popen:
+def writer(args: list[str], log: Path, module: str = "tests.kafka.writer") -> subprocess.Popen:
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.kafka.writer", *args],
+            [sys.executable, "-m", module, *args],
             cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 

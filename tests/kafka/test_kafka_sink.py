@@ -10,18 +10,27 @@ flow's checkpoint keeps where the Delta stream stopped).
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
+import subprocess
 import textwrap
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
 from headwater.errors import PipelineDefinitionError
+from tests.jars import tier_jars
+from tests.kafka.test_kafka_crash import writer
 
 
-def consume(broker, topic: str, expect: int, settle: float = 2.0) -> list[tuple[str, dict]]:
+def consume(
+    broker, topic: str, expect: int, settle: float = 2.0, wait: float = 60
+) -> list[tuple[str, dict]]:
     """Every record of ``topic`` from the start, as (key, decoded JSON value): polls until
     ``expect`` records came, then ``settle`` seconds more so a duplicate would show."""
     from confluent_kafka import Consumer
@@ -37,7 +46,7 @@ def consume(broker, topic: str, expect: int, settle: float = 2.0) -> list[tuple[
     )
     consumer.subscribe([topic])
     found: list[tuple[str, dict]] = []
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + wait
     quiet_until = None
     try:
         while time.monotonic() < deadline:
@@ -209,3 +218,102 @@ def test_dlt_sink_without_a_value_column_is_one_line_at_the_flow(spark, broker, 
     assert "pipeline.py:7" in message
     assert "[KAFKA_SINK_NO_VALUE]" in message and "'raw_rows'" in message
     assert "\n" not in message
+
+
+CHUNKS, CHUNK = 12, 40  # the source table: 12 commits of 40 rows, one file each
+SINK_KILLS = 3
+
+
+def batch_ids(folder: Path) -> set[int]:
+    return {int(p.name) for p in folder.glob("*") if p.name.isdigit()} if folder.exists() else set()
+
+
+def in_flight(checkpoint: Path) -> int | None:
+    """The batch planned (its offsets written) but not committed: the one a kill cut short."""
+    planned = batch_ids(checkpoint / "offsets") - batch_ids(checkpoint / "commits")
+    return max(planned) if planned else None
+
+
+def watermarks(broker):
+    from confluent_kafka import Consumer
+
+    return Consumer(broker.client_conf(**{"group.id": f"watch_{uuid.uuid4().hex[:8]}"}))
+
+
+def records_in(consumer, topic: str) -> int:
+    """How many records the topic holds (the sum of its partitions' high watermarks)."""
+    from confluent_kafka import TopicPartition
+
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    return sum(
+        consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions
+    )
+
+
+def sink_writer(args: list[str], log: Path) -> subprocess.Popen:
+    return writer(args, log, "tests.kafka.sink_writer")
+
+
+def wait_for_commit(proc: subprocess.Popen, checkpoint: Path, after: int, log: Path) -> int:
+    """Until the writer commits a batch beyond ``after`` (the replay of a killed batch
+    included); returns the newest committed batch id."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"the writer exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        done = batch_ids(checkpoint / "commits")
+        if done and max(done) > after:
+            return max(done)
+        time.sleep(0.1)
+    pytest.fail(f"the writer committed nothing in 180s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_stream_to_kafka_is_at_least_once(spark, broker, tmp_path):
+    """Spark's Kafka sink is at least once: a batch killed after producing some of its
+    records and before its commit is produced again, whole, on restart. Every row arrives;
+    the only duplicates are rows of the batches the kills cut short, each sent twice at most."""
+    topic = broker.create_topic(f"kill_{uuid.uuid4().hex[:8]}", partitions=3)
+    path, checkpoint, log = tmp_path / "source", tmp_path / "chk", tmp_path / "writer.log"
+    for chunk in range(CHUNKS):
+        rows = spark.createDataFrame(
+            [(chunk * CHUNK + i, chunk) for i in range(CHUNK)], "id BIGINT, chunk INT"
+        )
+        rows.coalesce(1).write.format("delta").mode("append").save(str(path))
+    args = [broker.bootstrap, topic, str(path), str(checkpoint)]
+    jars = ",".join(tier_jars("kafka"))
+    rng = random.Random(30)
+    watch = watermarks(broker)
+    cut: list[int] = []  # the batches the kills cut short
+    done = -1
+    for _ in range(SINK_KILLS):
+        proc = sink_writer([*args, "run", jars], log)
+        done = wait_for_commit(proc, checkpoint, done, log)
+        # Killed once the next batch's first tasks have produced, before it commits.
+        produced = records_in(watch, topic)
+        while records_in(watch, topic) == produced and proc.poll() is None:
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.2))
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        batch = in_flight(checkpoint)
+        if batch is not None:
+            cut.append(batch)
+            done = batch - 1  # the next commit to wait for is this batch's replay
+    watch.close()
+    drain = sink_writer([*args, "drain", jars], log)
+    assert drain.wait(300) == 0, log.read_text()[-3000:]
+
+    total = CHUNKS * CHUNK
+    got = consume(broker, topic, total)
+    counts = Counter(value["id"] for _, value in got)
+    assert set(counts) == set(range(total))  # every row at least once
+    assert all(key == str(value["id"]) for key, value in got)
+    twice = {i for i, n in counts.items() if n > 1}
+    assert max(counts.values()) <= 2
+    assert twice, "no kill landed between a batch's produce and its commit"
+    # One file a batch: each batch sends one chunk, so the duplicates, all from the
+    # batches killed mid-way, lie in as many chunks at most.
+    assert len({i // CHUNK for i in twice}) <= len(cut), (sorted(twice), cut)
+    print(f"\n[kafka] sink: {SINK_KILLS} kills cut batches {cut} short; {len(got)} records "
+          f"for {total} rows, {len(twice)} sent twice")  # fmt: skip

@@ -37,11 +37,17 @@ def main(bootstrap: str, topic: str, table: str, checkpoint: str, mode: str, jar
         )
     )
     writer = stream.writeStream.format("delta").option("checkpointLocation", checkpoint)
+    serve(writer, mode, lambda w: w.start(table))
+
+
+def serve(writer, mode: str, start) -> None:
+    """``drain``: what the source holds now (``availableNow``), then exit 0; ``run``: a
+    500 ms trigger until killed. ``start(writer)`` starts the query."""
     if mode == "drain":
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime="500 milliseconds")
-    query = writer.start(table)
+    query = start(writer)
     print("started", flush=True)
     query.awaitTermination()
     if query.exception() is not None:
