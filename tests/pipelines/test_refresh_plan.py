@@ -11,7 +11,9 @@ import pytest
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import RefreshPolicy
 from headwater.pipelines.refresh.plan import (
+    Aggregation,
     Change,
+    Combine,
     Facts,
     Join,
     NotIncrementalizable,
@@ -156,3 +158,45 @@ def test_the_outer_side_of_a_left_join_may_grow():
         ROW_WISE, shape=left, changes={"db.silver": Change.NONE, "db.dim": Change.APPENDS}
     )
     assert plan_refresh("db.gold", grown).technique == Technique.FULL_RECOMPUTE
+
+
+GROUPED = replace(
+    ROW_WISE,
+    shape=Shape("the query aggregates", (), Aggregation(("k",), {"n": Combine.ADD})),
+    rows_appended=100,
+    rows_in_inputs=1000,
+)
+
+
+def test_group_aggregate_merges_a_few_new_rows_and_recomputes_many():
+    plan = plan_refresh("db.gold", GROUPED)
+    assert plan.technique == Technique.GROUP_AGGREGATE and plan.aggregation is not None
+    assert plan.merge  # a view of unknown size is merged (only a small one is rewritten)
+    details = plan.to_details()
+    assert details["rows_appended"] == 100 and details["input_rows"] == 1000
+    many = plan_refresh("db.gold", replace(GROUPED, rows_appended=600))
+    assert many.technique == Technique.FULL_RECOMPUTE
+    assert "600 of the inputs' 1,000 rows are new" in many.reason
+
+
+def test_a_large_view_is_merged_a_small_one_rewritten():
+    small = replace(GROUPED, view_bytes=10_000, rewrite_up_to=1_000_000)
+    large = replace(GROUPED, view_bytes=10_000_000, rewrite_up_to=1_000_000)
+    assert not plan_refresh("db.gold", small).merge
+    assert plan_refresh("db.gold", large).merge
+    assert "MERGE of the touched groups" in plan_refresh("db.gold", large).reason
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "reason"),
+    [
+        (Aggregation(("k",), {}, "its aggregate Average does not combine"), "Average does not combine"),
+        (None, "not one GROUP BY"),
+    ],
+)  # fmt: skip
+def test_group_aggregate_only_where_the_aggregates_combine(aggregation, reason):
+    shape = Shape("the query aggregates", (), aggregation)
+    plan = plan_refresh("db.gold", replace(GROUPED, shape=shape))
+    assert plan.technique == Technique.FULL_RECOMPUTE
+    grouped = next(c for c in plan.considered if c.technique == Technique.GROUP_AGGREGATE)
+    assert reason in grouped.reason

@@ -132,6 +132,25 @@ def data_bytes(location: str) -> int | None:
     return sum(f.size for f in log.snapshot().files) if log.exists() else None
 
 
+def rows_added(location: str, since: int, now: int) -> int | None:
+    """Rows the commits after ``since`` up to ``now`` added, by their files' stats (None:
+    a file's stats do not count its rows)."""
+    log, total = DeltaLog(location), 0
+    for version in range(since + 1, now + 1):
+        for add in log.read_commit(version).adds:
+            n = add.num_records if add.data_change else 0
+            if n is None:
+                return None
+            total += n
+    return total
+
+
+def rows_at(location: str, version: int) -> int | None:
+    """Rows of a table's version by its files' stats (None: some file has none)."""
+    counts = DeltaLog(location).snapshot(version).add_actions.column("num_records").to_pylist()
+    return None if any(n is None for n in counts) else int(sum(counts))
+
+
 def latest_version(location: str) -> int | None:
     log = DeltaLog(location)
     return log.latest_version() if log.exists() else None

@@ -18,7 +18,7 @@ its groups merge into the view's) and *full recompute*.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from headwater.errors import PipelineDefinitionError
@@ -110,6 +110,8 @@ class Facts:
     expectations: bool = False  # the view checks its rows against expectations
     view_bytes: int | None = None  # the view's data files' size now
     rewrite_up_to: int = 256 * 1024 * 1024  # bytes: a view this small is rewritten, not merged
+    rows_appended: int | None = None  # rows the appended inputs gained (None: not counted)
+    rows_in_inputs: int | None = None  # rows the changed inputs hold now
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,8 @@ class RefreshPlan:
     aggregation: Aggregation | None = None  # the groups to merge (group aggregate)
     merge: bool = False  # group aggregate by MERGE (a large view), else the view rewritten
     view_version: int | None = None  # the view's version the plan was made on
+    rows_appended: int | None = None  # (as in the facts: what the event log shows)
+    rows_in_inputs: int | None = None
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -143,6 +147,8 @@ class RefreshPlan:
             ],
             "chosen": self.technique.value,
             "reason": self.reason,
+            **({"rows_appended": self.rows_appended} if self.rows_appended is not None else {}),
+            **({"input_rows": self.rows_in_inputs} if self.rows_in_inputs is not None else {}),
         }
 
 
@@ -152,6 +158,11 @@ class NotIncrementalizable(PipelineDefinitionError):
 
 def plan_refresh(view: str, facts: Facts) -> RefreshPlan:
     """The technique for this refresh of ``view`` (see the module's doc)."""
+    plan = _plan(view, facts)
+    return replace(plan, rows_appended=facts.rows_appended, rows_in_inputs=facts.rows_in_inputs)
+
+
+def _plan(view: str, facts: Facts) -> RefreshPlan:
     initializing = _initialization(facts)
     no_op = _no_op(facts, initializing)
     if facts.policy == RefreshPolicy.FULL:
@@ -267,6 +278,12 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
         return no(f"input {_names(changed)} changed (appends), but {aggregate.not_mergeable}")
     if facts.expectations or facts.quarantines:
         return no("the view's expectations are checked on whole rows, not on merged groups")
+    new, total = facts.rows_appended, facts.rows_in_inputs
+    if new is not None and total and new * 2 > total:
+        return no(
+            f"{new:,} of the inputs' {total:,} rows are new: aggregating them all costs "
+            "little more than the new ones and saves combining the groups"
+        )
     blocked = _joins_block(facts, changed) or _unreadable(facts)
     if blocked is not None:
         return no(blocked)

@@ -80,6 +80,10 @@ def plan_view(
         expectations=bool(dataset.expectations),
         view_bytes=view_inputs.data_bytes(view.location) if view_version is not None else None,
     )
+    grown = sorted(k for k, c in changes.items() if c == Change.APPENDS)
+    if grown and recorded is not None:
+        added, total = _row_counts(spark, grown, recorded.inputs, versions)
+        facts = replace(facts, rows_appended=added, rows_in_inputs=total)
     rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
     if rewrite_up_to:
         facts = replace(facts, rewrite_up_to=int(rewrite_up_to))
@@ -101,6 +105,26 @@ def plan_view(
                 return plan_refresh(af.target, facts), record, {}
             appended[key] = rows
     return plan, record, appended
+
+
+def _row_counts(
+    spark: SparkSession,
+    keys: Sequence[str],
+    since: Mapping[str, int],
+    now: Mapping[str, int | None],
+) -> tuple[int | None, int | None]:
+    """The rows the appended inputs gained and hold now, from their logs' stats (what the
+    cost model weighs and the planning event shows), or None where a count is unknown."""
+    added: int | None = 0
+    total: int | None = 0
+    for key in keys:
+        location, version = api.table(spark, key).location, now[key]
+        assert version is not None
+        n = view_inputs.rows_added(location, since[key], version)
+        t = view_inputs.rows_at(location, version)
+        added = None if added is None or n is None else added + n
+        total = None if total is None or t is None else total + t
+    return added, total
 
 
 def merge_groups(
