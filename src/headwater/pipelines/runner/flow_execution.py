@@ -27,11 +27,9 @@ from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quaran
 from headwater.pipelines.runner.flows import FlowRun
 from headwater.pipelines.runner.interrupt import BatchGate
 
-SCHEMA_RESTARTS = 10
-TIME_TRAVEL = {
-    "versionasof",
-    "timestampasof",
-}  # restarts of a stream Auto Loader stopped for new columns
+SCHEMA_RESTARTS = 10  # restarts of a stream Auto Loader stopped for new columns
+# Read options with which a flow picks its own version of an input (a view's pin yields).
+TIME_TRAVEL = {"versionasof", "timestampasof"}
 
 
 class FlowExecutor:
