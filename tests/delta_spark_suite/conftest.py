@@ -1,0 +1,97 @@
+"""delta-spark's own tests on headwater's engine: the shared session, and the tests that
+cannot or do not yet pass, each with its reason (the vendored modules stay unchanged)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+_JVM = "reaches into delta-spark's JVM classes"
+# Tests that call delta-spark's JVM (``spark._jvm.io.delta...``), its py4j exception
+# conversion or its Maven jars: they test delta-spark's implementation, not its Python API.
+SKIP: dict[str, str] = {
+    **{
+        f"test_exceptions.py::DeltaExceptionTests::test_capture_{name}": (
+            f"{_JVM}: raises io.delta / DeltaErrors exceptions inside the JVM"
+        )
+        for name in (
+            "concurrent_write_exception",
+            "metadata_changed_exception",
+            "protocol_changed_exception",
+            "concurrent_append_exception",
+            "concurrent_delete_read_exception",
+            "concurrent_delete_delete_exception",
+            "concurrent_transaction_exception",
+            "delta_analysis_exception",
+            "delta_illegal_argument_exception",
+        )
+    },
+    **{
+        f"test_exceptions_init.py::DeltaClassicExceptionConversionInstalledTests::{name}": (
+            f"{_JVM}: checks delta-spark's py4j conversion of JVM exceptions "
+            "(headwater raises Python exceptions itself)"
+        )
+        for name in (
+            "test_importing_delta_installs_conversion",
+            "test_convert_exception_is_patched",
+        )
+    },
+    **{
+        f"test_pip_utils.py::{cls}::test_maven_jar_loaded": (
+            f"{_JVM}: configure_spark_with_delta_pip fetches delta-spark's Maven jars "
+            "into a session of its own"
+        )
+        for cls in ("PipUtilsTests", "PipUtilsCustomJarsTests")
+    },
+    "test_deltatable.py::DeltaTableTests::test_verify_paritionedBy_compatibility": (
+        f"{_JVM}: calls partitionedBy on the py4j builder (builder._jbuilder) with a JVM Seq"
+    ),
+}
+
+# Tests headwater's engine does not pass yet: strict, so a fix shows up as XPASS.
+_T = "test_deltatable.py::DeltaTableTests::"
+XFAIL: dict[str, str] = {
+    _T + "test_addFeatureSupport": "featureName's type error is not delta-spark's ValueError",
+    _T + "test_cluster_by_bad_args": "clusterBy accepts a non-string column name",
+    _T + "test_create_table_geo_types": "geometry / geography column types are not supported",
+    _T + "test_create_table_with_identity_column": "schema after create differs (metadata)",
+    _T + "test_create_table_with_location_only": "schema after create differs (metadata)",
+    _T + "test_create_table_with_name_and_location": "schema after create differs (metadata)",
+    _T + "test_create_table_with_name_only": "schema after create differs (metadata)",
+    _T + "test_delta_table_builder_with_bad_args": "builder argument checks differ",
+    _T + "test_dropFeatureSupport": "test-only removable features of delta-spark unknown",
+    _T + "test_merge": "merge clause argument checks differ",
+    _T + "test_optimize": "OPTIMIZE's error for a predicate on a non-partition column",
+    _T + "test_optimize_w_partition_filter": "OPTIMIZE's predicate text in history",
+    _T + "test_optimize_zorder_by": "Z-order on a partition column is not refused",
+    _T + "test_protocolUpgrade": "upgradeTableProtocol to a lower version is refused",
+    _T + "test_replace_table_behavior": "replace's behaviour differs",
+    _T + "test_replace_table_with_location_only": "schema after replace differs (metadata)",
+    _T + "test_replace_table_with_name_and_location": "schema after replace differs (metadata)",
+    _T + "test_replace_table_with_name_only": "schema after replace differs (metadata)",
+    _T + "test_restore_invalid_inputs": "restore's argument errors differ",
+    _T + "test_restore_to_timestamp": "restore's error for an unparsable timestamp differs",
+    _T + "test_update": "update's argument checks differ",
+    "test_sql.py::DeltaSqlTests::test_ddls": "ALTER TABLE ... CHANGE COLUMN ... AFTER",
+}
+
+
+@pytest.fixture(autouse=True, scope="class")
+def headwater_session(request, spark):
+    """Upstream's base starts a session per class; here every class gets the process's one."""
+    if request.cls is not None:
+        request.cls.spark = spark
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.parent != HERE:
+            continue
+        key = item.nodeid.split(f"{HERE.name}/", 1)[-1]
+        if key in SKIP:
+            item.add_marker(pytest.mark.skip(reason=SKIP[key]))
+        elif key in XFAIL:
+            item.add_marker(pytest.mark.xfail(reason=XFAIL[key], strict=True))
