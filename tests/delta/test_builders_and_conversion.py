@@ -187,9 +187,10 @@ def test_upgrade_protocol_add_and_drop_feature_support(spark, tmp_path):
     p = RsTable(path).protocol()
     assert (p.min_reader_version, p.min_writer_version) == (1, 3)
     assert table.history(1).first().operation == "UPGRADE PROTOCOL"
-    with pytest.raises(AnalysisException, match="DELTA_INVALID_PROTOCOL_DOWNGRADE"):
-        table.upgradeTableProtocol(1, 2)
-    with pytest.raises(TypeError):
+    table.upgradeTableProtocol(1, 2)  # lower than the table's: nothing changes, as in delta-spark
+    assert table.history(1).first().operation == "UPGRADE PROTOCOL"
+    assert table.detail().first().minWriterVersion == 3
+    with pytest.raises(ValueError, match="readerVersion"):
         table.upgradeTableProtocol("1", 3)
     table.addFeatureSupport("changeDataFeed")
     p = RsTable(path).protocol()

@@ -122,7 +122,7 @@ def test_dml_arguments_fail_before_any_work_with_delta_sparks_types(spark, table
     version = table.history(1).first().version
     with pytest.raises(TypeError, match="condition"):
         table.delete(5)
-    with pytest.raises(TypeError, match="'set'"):
+    with pytest.raises(ValueError, match="'set' cannot be None"):
         table.update(set=None)
     with pytest.raises(TypeError, match="Values of dict"):
         table.update(set={"g": 5})
@@ -131,11 +131,11 @@ def test_dml_arguments_fail_before_any_work_with_delta_sparks_types(spark, table
     with pytest.raises(ValueError, match="condition"):
         table.merge(spark.range(1), None)
     builder = table.alias("t").merge(spark.range(1).alias("s"), "t.id = s.id")
-    with pytest.raises(TypeError, match="whenMatchedUpdate"):
+    with pytest.raises(ValueError, match="whenMatchedUpdate cannot be None"):
         builder.whenMatchedUpdate()
     with pytest.raises(TypeError, match="whenNotMatchedInsert"):
         builder.whenNotMatchedInsert(values=["id"])
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="version needs to be an int"):
         table.restoreToVersion("0")
     with pytest.raises(TypeError):
         table.history("5")

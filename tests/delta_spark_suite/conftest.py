@@ -55,26 +55,19 @@ SKIP: dict[str, str] = {
 _T = "test_deltatable.py::DeltaTableTests::"
 XFAIL: dict[str, str] = {
     _T + "test_addFeatureSupport": "featureName's type error is not delta-spark's ValueError",
-    _T + "test_cluster_by_bad_args": "clusterBy accepts a non-string column name",
     _T + "test_create_table_geo_types": "geometry / geography column types are not supported",
     _T + "test_create_table_with_identity_column": "schema after create differs (metadata)",
     _T + "test_create_table_with_location_only": "schema after create differs (metadata)",
     _T + "test_create_table_with_name_and_location": "schema after create differs (metadata)",
     _T + "test_create_table_with_name_only": "schema after create differs (metadata)",
-    _T + "test_delta_table_builder_with_bad_args": "builder argument checks differ",
     _T + "test_dropFeatureSupport": "test-only removable features of delta-spark unknown",
-    _T + "test_merge": "merge clause argument checks differ",
     _T + "test_optimize": "OPTIMIZE's error for a predicate on a non-partition column",
     _T + "test_optimize_w_partition_filter": "OPTIMIZE's predicate text in history",
     _T + "test_optimize_zorder_by": "Z-order on a partition column is not refused",
-    _T + "test_protocolUpgrade": "upgradeTableProtocol to a lower version is refused",
     _T + "test_replace_table_behavior": "replace's behaviour differs",
     _T + "test_replace_table_with_location_only": "schema after replace differs (metadata)",
     _T + "test_replace_table_with_name_and_location": "schema after replace differs (metadata)",
     _T + "test_replace_table_with_name_only": "schema after replace differs (metadata)",
-    _T + "test_restore_invalid_inputs": "restore's argument errors differ",
-    _T + "test_restore_to_timestamp": "restore's error for an unparsable timestamp differs",
-    _T + "test_update": "update's argument checks differ",
     "test_sql.py::DeltaSqlTests::test_ddls": "ALTER TABLE ... CHANGE COLUMN ... AFTER",
 }
 

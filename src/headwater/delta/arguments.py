@@ -7,16 +7,29 @@ deep inside Spark (or not at all, as an update with no assignments would).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from pyspark.errors import ParseException, UnsupportedOperationException
 from pyspark.sql import Column, DataFrame
-from pyspark.sql.types import DataType
+from pyspark.sql.types import DataType, LongType
 
 
 def string(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, found {value!r} of type {type(value).__name__}.")
+    return value
+
+
+_KINDS: dict[type, str] = {str: "a string", int: "an int", bool: "a boolean"}
+
+
+def needs(value: Any, kind: type, name: str) -> Any:
+    """delta-spark's own checks on the table's maintenance and protocol calls (restore,
+    add/drop feature): a ValueError worded as delta-spark words it, which ported code may
+    match on."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} needs to be {_KINDS[kind]} but got '{type(value)}'.")
     return value
 
 
@@ -45,7 +58,10 @@ def condition(value: Any, name: str = "condition", required: bool = False) -> An
 
 
 def assignments(value: Any, name: str) -> Mapping[str, Any]:
-    """A dict of column name -> Column or SQL expression string."""
+    """A dict of column name -> Column or SQL expression string (required: delta-spark
+    raises ValueError for a missing one, before looking at the condition)."""
+    if value is None:
+        raise ValueError(f"{name} cannot be None.")
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} must be a dict, found {value!r} of type {type(value).__name__}.")
     for key, expr in value.items():
@@ -78,6 +94,28 @@ def data_type(value: Any, name: str) -> str | DataType:
             f"type {type(value).__name__}."
         )
     return value
+
+
+def column_type(value: str | DataType, parse: Callable[[str], DataType]) -> DataType:
+    """A column's type; text that is no type is Spark's ParseException, as in delta-spark
+    (whose builder hands the text to Spark's parser)."""
+    if isinstance(value, DataType):
+        return value
+    try:
+        return parse(value)
+    except ValueError as e:
+        raise ParseException(message=f"Cannot parse the column type '{value}': {e}") from None
+
+
+def identity_spec(column: str, dtype: DataType, step: int) -> None:
+    """delta-spark's checks of an ``IdentityGenerator``: a step of 0 is a ValueError, a
+    column not BIGINT its UnsupportedOperationException."""
+    if step == 0:
+        raise ValueError(f"Column {column}: an IdentityGenerator's step cannot be 0.")
+    if not isinstance(dtype, LongType):
+        raise UnsupportedOperationException(
+            message=f"Column {column} is {dtype.simpleString()}: identity columns must be BIGINT."
+        )
 
 
 def boolean(value: Any, name: str) -> bool:

@@ -161,11 +161,11 @@ class DeltaTable:
         generate(self._path, mode)
 
     def restoreToVersion(self, version: int) -> DataFrame:
-        arguments.integer(version, "version")
+        arguments.needs(version, int, "version")
         return self._restore(version=version)
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
-        arguments.string(timestamp, "timestamp")
+        arguments.needs(timestamp, str, "timestamp")
         return self._restore(timestamp=timestamp)
 
     def _restore(self, version: int | None = None, timestamp: str | None = None) -> DataFrame:
@@ -187,14 +187,14 @@ class DeltaTable:
         features.upgrade_protocol(self._path, readerVersion, writerVersion)
 
     def addFeatureSupport(self, featureName: str) -> None:
-        features.add_feature(self._path, arguments.string(featureName, "featureName"))
+        features.add_feature(self._path, arguments.needs(featureName, str, "featureName"))
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
-        arguments.string(featureName, "featureName")
+        arguments.needs(featureName, str, "featureName")
         truncate = (
             False
             if truncateHistory is None
-            else arguments.boolean(truncateHistory, "truncateHistory")
+            else arguments.needs(truncateHistory, bool, "truncateHistory")
         )
         features.drop_feature(self._path, featureName, truncate)
 
@@ -357,6 +357,8 @@ class DeltaTableBuilder:
         arguments.data_type(dataType, "Column data type")
         arguments.boolean(nullable, "Column nullable")
         arguments.optional_string(comment, "Column comment")
+        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
+            raise ValueError("generatedByDefaultAs and generatedAlwaysAs cannot both be set.")
         for given in (generatedAlwaysAs, generatedByDefaultAs):
             if given is not None and not isinstance(given, (str, IdentityGenerator)):
                 raise TypeError(
@@ -365,7 +367,17 @@ class DeltaTableBuilder:
                 )
         if isinstance(generatedByDefaultAs, str):
             raise TypeError("generatedByDefaultAs takes an IdentityGenerator.")
-        dtype = parse_type(dataType) if isinstance(dataType, str) else dataType
+        dtype = arguments.column_type(dataType, parse_type)
+        generator = next(
+            (
+                g
+                for g in (generatedAlwaysAs, generatedByDefaultAs)
+                if isinstance(g, IdentityGenerator)
+            ),
+            None,
+        )
+        if generator is not None:
+            arguments.identity_spec(colName, dtype, generator.step)
         metadata = {"comment": comment} if comment is not None else {}
         field = StructField(colName, dtype, nullable, metadata)
         if isinstance(generatedAlwaysAs, str):
@@ -399,6 +411,8 @@ class DeltaTableBuilder:
         self._cluster_by = [
             c for group in cols for c in ([group] if isinstance(group, str) else group)
         ]
+        for c in self._cluster_by:
+            arguments.string(c, "Clustering column")
         return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:

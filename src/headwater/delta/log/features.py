@@ -79,22 +79,24 @@ def _commit(path: str, new: Protocol, operation: Operation) -> int:
 
 
 def upgrade_protocol(path: str, reader_version: int, writer_version: int) -> int:
-    """Raise the table's protocol to at least these versions (never lower it)."""
+    """Raise the table's protocol to at least these versions; lower ones are kept, as
+    delta-spark keeps them (an upgrade to less than the table has changes nothing)."""
     for label, value in (("readerVersion", reader_version), ("writerVersion", writer_version)):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"The {label} needs to be an integer but got '{type(value)}'.")
+            raise ValueError(f"The {label} needs to be an integer but got '{type(value)}'.")
     if not (1 <= reader_version <= 3 and 1 <= writer_version <= 7):
         raise ValueError(
             f"Protocol ({reader_version}, {writer_version}) does not exist: reader versions "
             "are 1-3 and writer versions 1-7."
         )
     current = DeltaLog(path).snapshot().protocol
-    if reader_version < current.min_reader_version or writer_version < current.min_writer_version:
-        raise DeltaAnalysisError(
-            f"[DELTA_INVALID_PROTOCOL_DOWNGRADE] Protocol version cannot be downgraded from "
-            f"({current.min_reader_version},{current.min_writer_version}) to "
-            f"({reader_version},{writer_version}). Use dropFeatureSupport to remove a feature."
-        )
+    if (
+        reader_version <= current.min_reader_version
+        and writer_version <= current.min_writer_version
+    ):
+        return DeltaLog(path).snapshot().version
+    reader_version = max(reader_version, current.min_reader_version)
+    writer_version = max(writer_version, current.min_writer_version)
     readers, writers = _as_table_features(current)
     if writer_version == 7 or reader_version == 3:
         for version, features in protocols.LEGACY_WRITER_FEATURES.items():

@@ -93,8 +93,8 @@ def _restore_timestamp(root: str, text: str) -> datetime:
         return parse_timestamp(text)
     except ValueError:
         raise DeltaError(
-            f"[DELTA_TIMESTAMP_INVALID] Cannot restore {root} to timestamp '{text}': it is not "
-            "a timestamp. Give a date or a timestamp such as '2024-05-01', "
+            f"[DELTA_TIMESTAMP_INVALID] The provided timestamp ('{text}') cannot be converted to "
+            f"a valid timestamp, so {root} was not restored. Give a date or a timestamp such as '2024-05-01', "
             "'2024-05-01 12:30:00', '2024-05-01T12:30:00.123' or '2024-05-01T12:30:00+02:00' "
             "(UTC when no zone is given)."
         ) from None
