@@ -99,7 +99,7 @@ def test_optimize_with_and_without_where(spark, tmp_path):
     assert (second.metrics.numFilesRemoved, second.metrics.numFilesAdded) == (3, 1)
     assert ops(path, 2) == ["OPTIMIZE", "OPTIMIZE"]
     assert sorted(r[0] for r in spark.read.format("delta").load(path).collect()) == list(range(12))
-    with pytest.raises(SqlError, match="partition columns only"):
+    with pytest.raises(SqlError, match="non-partition column 'id'"):
         q(spark, f"OPTIMIZE delta.`{path}` WHERE id > 3")
     with pytest.raises(SqlError, match="DELTA_ZORDERING_ON_PARTITION_COLUMN"):
         q(spark, f"OPTIMIZE delta.`{path}` ZORDER BY (k)")

@@ -37,6 +37,7 @@ from headwater.delta.log.operations import Operation
 from headwater.delta.maintenance import curve
 from headwater.delta.maintenance.optimize_metrics import RESULT_SCHEMA, Outcome, metrics_row
 from headwater.delta.read import pruning
+from headwater.delta.schema.expressions import condition_columns, unresolved_text
 from headwater.errors import ConcurrentModificationException, DeltaAnalysisError, DeltaError
 
 SMALL_FILE_BYTES = 128 * 1024 * 1024  # compaction rewrites files smaller than this
@@ -103,10 +104,11 @@ def _plan(
         )
     candidates = snap.files
     if where:
+        _check_partition_predicate(snap, where)
         chosen = partition_only_files(spark, snap, F.expr(where))
-        if chosen is None:
+        if chosen is None and snap.files:
             raise DeltaError(f"OPTIMIZE ... WHERE '{where}' must refer to partition columns only.")
-        candidates = chosen
+        candidates = chosen or []
     if z_order_by:
         return _Plan(candidates, len(candidates), _z_columns(snap, z_order_by))
     small = [f for f in candidates if f.size < SMALL_FILE_BYTES]
@@ -117,13 +119,27 @@ def _plan(
     return _Plan(files, len(candidates))
 
 
+def _check_partition_predicate(snap: Snapshot, where: str) -> None:
+    """OPTIMIZE's WHERE selects partitions: a column that is not one is refused with
+    delta-spark's message."""
+    parts = snap.partition_columns
+    lowered = {p.lower() for p in parts}
+    for name in condition_columns(where) or []:
+        if name.lower() not in lowered:
+            raise DeltaAnalysisError(
+                f"[DELTA_NON_PARTITION_COLUMN_REFERENCE] Predicate references non-partition "
+                f"column '{name}'. Only the partition columns may be referenced: "
+                f"[{', '.join(parts)}]"
+            )
+
+
 def _z_columns(snap: Snapshot, columns: list[str]) -> list[str]:
     parts = {p.lower() for p in snap.partition_columns}
     for c in columns:
         if c.lower() in parts:
             raise DeltaAnalysisError(
-                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {c} is a partition column of "
-                f"{snap.root}; Z-ordering by it does nothing. Z-order by data columns only."
+                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {c} is a partition column. "
+                "Z-Ordering can only be performed on data columns."
             )
     return clustering.check(columns, snap.schema)
 
@@ -238,7 +254,7 @@ def _vectors(snap: Snapshot, files: list[DataFile]) -> tuple[int, int]:
 def _operation(where: str | None, plan: _Plan, full: bool) -> Operation:
     """delta-spark's OPTIMIZE parameters: ``zOrderBy`` is empty when clustering."""
     params: dict = {
-        "predicate": [where] if where else [],
+        "predicate": [unresolved_text(where)] if where else [],
         "zOrderBy": [] if plan.clustered_by is not None else list(plan.curve_columns),
         "clusterBy": list(plan.clustered_by or []),
         "auto": False,

@@ -62,7 +62,67 @@ def conjuncts(node: exp.Expr) -> list[exp.Expr]:
 
 def referenced_columns(condition: str | Column | None) -> set[str] | None:
     """Lower-cased column names a condition reads (None: unknown)."""
+    names = condition_columns(condition)
+    return None if names is None else {n.lower() for n in names}
+
+
+def condition_columns(condition: str | Column | None) -> list[str] | None:
+    """The column names a condition reads, as written, in order (None: unknown)."""
     tree = parse_condition(condition_text(condition))
     if tree is None:
         return None
-    return {c.name.lower() for c in tree.find_all(exp.Column)}
+    return list(dict.fromkeys(c.name for c in tree.find_all(exp.Column)))
+
+
+# Spark's symbols for the binary operators a partition predicate uses.
+_CATALYST_SYMBOLS: dict[type[exp.Expr], str] = {
+    exp.EQ: "=",
+    exp.NullSafeEQ: "<=>",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.And: "AND",
+    exp.Or: "OR",
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mul: "*",
+    exp.Div: "/",
+}
+
+
+def unresolved_text(condition: str) -> str:
+    """``condition`` as Spark prints it before analysis (``key = 'a'`` -> ``('key = a)``):
+    delta-spark records OPTIMIZE's partition predicate in the log in that form, and tools
+    reading the history compare it. Text with a construct not rendered here stays as given."""
+    tree = parse_condition(condition)
+    rendered = None if tree is None else _catalyst(tree)
+    return condition if rendered is None else rendered
+
+
+def _catalyst(node: exp.Expr) -> str | None:
+    node = node.unnest()
+    symbol = _CATALYST_SYMBOLS.get(type(node))
+    if symbol is not None and isinstance(node, exp.Binary):
+        left, right = _catalyst(node.left), _catalyst(node.right)
+        return None if left is None or right is None else f"({left} {symbol} {right})"
+    if isinstance(node, exp.Column):
+        return "'" + ".".join(p.name for p in node.parts)
+    if isinstance(node, exp.Literal):
+        return node.name
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Null):
+        return "null"
+    if isinstance(node, exp.Not):
+        inner = _catalyst(node.this)
+        return None if inner is None else f"NOT {inner}"
+    if isinstance(node, exp.NEQ):
+        inner = _catalyst(exp.EQ(this=node.left, expression=node.right))
+        return None if inner is None else f"NOT {inner}"
+    if isinstance(node, exp.In) and node.expressions:
+        items = [_catalyst(e) for e in [node.this, *node.expressions]]
+        if any(i is None for i in items):
+            return None
+        return f"{items[0]} IN ({','.join(str(i) for i in items[1:])})"
+    return None
