@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import DataStreamReader, DataStreamWriter, StreamingQuery
+from pyspark.sql.streaming import DataStreamReader, StreamingQuery
 from pyspark.sql.types import DataType, StructField, StructType
 
+from headwater import engines
 from headwater.catalog import Catalog, TableEntry
 from headwater.catalog.names import delta_path
 from headwater.delta.dml import delete_update as dml
@@ -39,7 +41,13 @@ from headwater.delta.log import clustering
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.log.operations import Operation
-from headwater.delta.options import STREAM_READ_OPTIONS, SaveMode, WriteSpec, check_known
+from headwater.delta.options import (
+    STREAM_READ_OPTIONS,
+    SaveMode,
+    WriteSpec,
+    check_known,
+    with_time_travel,
+)
 from headwater.delta.read.batch import read_appended, read_delta
 from headwater.delta.schema.expressions import ExprLike
 from headwater.delta.schema.merge_clauses import Clause
@@ -48,6 +56,9 @@ from headwater.delta.write import alter
 from headwater.delta.write.batch import WriteResult, write
 from headwater.delta.write.create import replace_table
 from headwater.delta.write.sink import DeltaStreamSink, OutputMode
+from headwater.engines import delta_spark
+from headwater.engines.door import TableDoor
+from headwater.engines.streams import start_batches
 from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.originals import original
 
@@ -58,6 +69,7 @@ __all__ = [
     "OutputMode",
     "SaveMode",
     "Table",
+    "TableDoor",
     "WriteResult",
     "WriteSpec",
     "find",
@@ -77,6 +89,8 @@ class Table:
     spark: SparkSession
     location: str
     entry: TableEntry | None = None
+    # A DataFrame's observed metrics (Observation) arrive when it is written here.
+    observes_writes: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
@@ -99,12 +113,7 @@ class Table:
     ) -> DataFrame:
         """The rows at the latest version, or at ``version`` / ``timestamp`` (time travel);
         ``options`` are the ``delta`` reader's (the change data feed)."""
-        opts = dict(options or {})
-        if version is not None:
-            opts["versionAsOf"] = str(version)
-        if timestamp is not None:
-            opts["timestampAsOf"] = str(timestamp)
-        return read_delta(self.spark, self.location, opts)
+        return read_delta(self.spark, self.location, with_time_travel(options, version, timestamp))
 
     def read_appended(self, since: int, until: int) -> DataFrame | None:
         """Only the rows appended after version ``since`` up to ``until``; None when the
@@ -167,10 +176,9 @@ class Table:
         ``{"processingTime": "10 seconds"}``; default: as fast as possible). ``wrap`` may
         decorate the function that commits each batch (the pipelines check expectations
         around it)."""
-        writer = original(DataStreamWriter, "outputMode")(df.writeStream, output_mode)
         sink = self.sink(checkpoint, output_mode, spec, on_commit)
-        writer = writer.foreachBatch(wrap(sink) if wrap else sink)
-        return _start(writer, checkpoint, trigger, query_name)
+        function = wrap(sink) if wrap else sink
+        return start_batches(df, function, checkpoint, output_mode, trigger, query_name)
 
     def merge(
         self,
@@ -282,40 +290,29 @@ def start_foreach_batch(
     """Stream ``df`` into ``function`` (``foreachBatch``) with ``checkpoint``: for callers
     whose batches do more than append (MERGE, several tables), each idempotent by its own
     Delta transaction id and the batch id."""
-    writer = df.writeStream.foreachBatch(function)  # type: ignore[arg-type]
-    return _start(writer, checkpoint, trigger, query_name)
+    return start_batches(df, function, checkpoint, None, trigger, query_name)
 
 
-def _start(
-    writer: DataStreamWriter,
-    checkpoint: str,
-    trigger: Mapping[str, str | bool] | None,
-    query_name: str | None,
-) -> StreamingQuery:
-    """Start ``writer`` through PySpark's own methods (the hooked ones would route a
-    ``delta`` stream back here)."""
-    writer = original(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
-    if trigger:
-        writer = original(DataStreamWriter, "trigger")(writer, **trigger)
-    if query_name:
-        writer = original(DataStreamWriter, "queryName")(writer, query_name)
-    return original(DataStreamWriter, "start")(writer)
-
-
-def for_path(spark: SparkSession, path: str) -> Table:
-    """The table at ``path`` (it may not exist yet: a write creates it)."""
+def for_path(spark: SparkSession, path: str) -> TableDoor:
+    """The table at ``path`` (it may not exist yet: a write creates it), on the session's
+    Delta engine."""
+    if engines.of(spark) == engines.DELTA_SPARK:
+        return delta_spark.for_path(spark, path)
     return Table(spark, DeltaLog(path).root)
 
 
 def table(
     spark: SparkSession, name: str, location: str | None = None, create: bool = True
-) -> Table:
+) -> TableDoor:
     """The table ``name`` (``db.t``, ``t`` or ``delta.`/path```). With ``create`` a name
     not known yet is recorded in the catalog (at ``location``, or managed in the
-    warehouse), ready for a first write; without, it must exist."""
+    warehouse), ready for a first write; without, it must exist. On delta-spark, names are
+    the session catalog's."""
     by_path = delta_path(name)
     if by_path is not None:
         return for_path(spark, by_path)
+    if engines.of(spark) == engines.DELTA_SPARK:
+        return delta_spark.by_name(spark, name, location, create)
     catalog = Catalog.of(spark)
     entry = catalog.get(name)
     if entry is not None:
@@ -333,11 +330,13 @@ def table(
     return Table(spark, new.location, new)
 
 
-def find(spark: SparkSession, name: str) -> Table | None:
-    """The existing headwater table ``name``, or None when the name is not one (it may be
+def find(spark: SparkSession, name: str) -> TableDoor | None:
+    """The existing Delta table ``name``, or None when the name is not one (it may be
     a table or view of Spark's own)."""
     by_path = delta_path(name)
     if by_path is not None:
         return for_path(spark, by_path)
+    if engines.of(spark) == engines.DELTA_SPARK:
+        return delta_spark.find(spark, name)
     entry = Catalog.of(spark).get(name)
     return Table(spark, entry.location, entry) if entry is not None else None

@@ -18,6 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
     )
+    demo.add_argument(
+        "--delta-engine",
+        choices=("headwater", "delta-spark"),
+        default=None,
+        help="the Delta engine (default headwater; delta-spark needs headwater[delta-spark])",
+    )
     sql = sub.add_parser("sql", help="SQL shell (interactive, or run -e TEXT / -f FILE and exit)")
     given = sql.add_mutually_exclusive_group()
     given.add_argument("-e", "--execute", help="run these statements (';'-separated) and exit")
@@ -34,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         from headwater.demo import run
 
         conf = dict(item.split("=", 1) for item in args.conf)
-        run(args.output, args.master, args.warehouse, conf)
+        run(args.output, args.master, args.warehouse, conf, args.delta_engine)
     elif args.command == "pipelines":
         from headwater.pipelines.cli import main as pipelines_main
 

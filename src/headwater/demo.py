@@ -178,14 +178,18 @@ def run(
     master: str | None = None,
     warehouse: str | None = None,
     conf: dict[str, str] | None = None,
+    delta_engine: str | None = None,
 ) -> dict[str, int]:
     """Land files and run the pipeline once. ``warehouse`` may be on an object store
     (``s3://bucket/prefix``, its endpoint and keys in ``conf`` as ``spark.hadoop.fs.s3a.*``);
-    landing files, checkpoints and the event log's storage stay under ``output``."""
+    landing files, checkpoints and the event log's storage stay under ``output``.
+    ``delta_engine``: ``"delta-spark"`` runs the same pipeline on delta-spark's tables."""
     root = Path(output).resolve()
     landing, project = root / "landing", root / "pipeline"
     warehouse = warehouse or str(root / "warehouse")
-    spark = headwater.session("headwater-demo", master=master, warehouse=warehouse, conf=conf)
+    spark = headwater.session(
+        "headwater-demo", master=master, warehouse=warehouse, conf=conf, delta_engine=delta_engine
+    )
     run_no = (
         len(list((landing / "orders").glob("*-0.json"))) + 1 if (landing / "orders").exists() else 1
     )

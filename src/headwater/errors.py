@@ -159,6 +159,13 @@ class UnsupportedOperationError(HeadwaterError):
     default_error_class = "UNSUPPORTED_OPERATION"
 
 
+class EngineUnsupportedError(UnsupportedOperationError):
+    """What one Delta engine does and the session's engine cannot: the message names the
+    engine that can (``headwater.session(delta_engine=...)``)."""
+
+    default_error_class = "HEADWATER_ENGINE_UNSUPPORTED"
+
+
 # -- concurrent commits: delta-spark's exception names -------------------------------------
 
 

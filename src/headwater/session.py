@@ -14,7 +14,8 @@ import tempfile
 
 from pyspark.sql import SparkSession
 
-from headwater import storage
+from headwater import engines, storage
+from headwater.engines import jars
 
 # Settings every headwater session needs. Users may override them through ``conf``.
 _REQUIRED_CONF = {
@@ -27,6 +28,7 @@ _REQUIRED_CONF = {
 
 # Where headwater's managed tables and their names live (default: spark.sql.warehouse.dir).
 WAREHOUSE_CONF = "spark.headwater.warehouse"
+ENGINE_ENV = "HEADWATER_DELTA_ENGINE"  # the default of session(delta_engine=...)
 
 _LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -48,6 +50,7 @@ def session(
     warehouse: str | os.PathLike[str] | None = None,
     conf: dict[str, str] | None = None,
     log_level: str = "ERROR",
+    delta_engine: str | None = None,
 ) -> SparkSession:
     """Build a SparkSession ready for headwater tables.
 
@@ -55,7 +58,14 @@ def session(
     executors in separate processes. ``warehouse`` is where managed tables live
     (default ``./spark-warehouse``, as in Spark); the catalog of names is kept there too, so
     a later session on the same warehouse sees the same tables.
+
+    ``delta_engine``: ``"headwater"`` (default, ``$HEADWATER_DELTA_ENGINE``; no JVM jar) or
+    ``"delta-spark"``: Delta's own connector runs every Delta read, write and statement and
+    names are the session catalog's, while Auto Loader and pipelines run on top of it
+    (``pip install 'headwater[delta-spark]'``; its jars from the cache
+    ``scripts/fetch-jars.sh delta-spark`` fills, else resolved from Maven Central).
     """
+    engine = engines.parse(delta_engine or os.environ.get(ENGINE_ENV))
     master = master or os.environ.get("SPARK_MASTER", "local[*]")
     # Executors must run the interpreter that has headwater and its dependencies.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -74,6 +84,10 @@ def session(
         **(conf or {}),
     }
     settings[WAREHOUSE_CONF] = warehouse_dir
+    if engine == engines.DELTA_SPARK:
+        settings.update(engines.DELTA_SPARK_CONF)
+        settings.update(jars.session_conf(settings))
+        settings.update(jars.metastore_conf(warehouse_dir, settings))
     # Spark's own catalog keeps only names and needs a Hadoop filesystem for its folder; the
     # tables themselves live in headwater's warehouse, which may be on an object store.
     settings["spark.sql.warehouse.dir"] = (
@@ -160,6 +174,12 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     Registers the ``delta`` data source, hooks the reader/writer entry points so that Delta
     tables use Spark's native Parquet I/O where that is exact, and attaches the persistent
     catalog rooted at ``warehouse`` (default: the session's ``spark.sql.warehouse.dir``).
+
+    A session built with delta-spark (its SQL extension or catalog in the configuration)
+    keeps it: headwater stands aside — the ``delta`` format, Delta SQL, ``DeltaTable`` and
+    table names stay delta-spark's and the session catalog's — and adds what is above
+    Delta: the ``cloudFiles`` source and the pipelines, which reach its tables through
+    ``headwater.api`` (:mod:`headwater.engines`).
     """
     from headwater import adapter
     from headwater.autoloader.source import CloudFilesDataSource
@@ -171,8 +191,13 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     for key, value in _REQUIRED_CONF.items():
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
-    spark.dataSource.register(DeltaDataSource)
     spark.dataSource.register(CloudFilesDataSource)
+    engine = engines.detect(spark)
+    engines.record(spark, engine)
+    if engine == engines.DELTA_SPARK:
+        adapter.install(delta_routing=False)
+        return spark
+    spark.dataSource.register(DeltaDataSource)
     adapter.install()
     root = warehouse or spark.conf.get(WAREHOUSE_CONF, None)
     root = root or spark.conf.get("spark.sql.warehouse.dir")

@@ -145,9 +145,29 @@ PATCHES: tuple[Patch, ...] = (
 _ALIAS = (DataStreamWriter, "table")
 
 
-def install() -> None:
-    """Wrap the methods of :data:`PATCHES` (idempotent, process-wide)."""
+# The terminal calls that route Delta tables to headwater's engine: on a delta-spark session
+# they stay PySpark's (delta-spark serves them); the rest (what builders were told, the
+# pipelines' reads, cloudFiles' options, spark.sql) serve both engines.
+DELTA_ROUTING = frozenset(
+    f"{cls.__name__}.{name}"
+    for cls, names in (
+        (DataFrameReader, ("load",)),
+        (DataFrameWriter, ("save", "saveAsTable", "insertInto")),
+        (DataFrame, ("writeTo",)),
+        (DataFrameWriterV2, ("append", "overwrite", "overwritePartitions", "create")),
+        (DataFrameWriterV2, ("replace", "createOrReplace")),
+        (DataStreamWriter, ("start", "toTable")),
+    )
+    for name in names
+)
+
+
+def install(delta_routing: bool = True) -> None:
+    """Wrap the methods of :data:`PATCHES` (idempotent, process-wide); without
+    ``delta_routing``, those of :data:`DELTA_ROUTING` are left to PySpark (and delta-spark)."""
     for patch in PATCHES:
+        if not delta_routing and patch.key in DELTA_ROUTING:
+            continue
         patch.apply()
     if not hasattr(DataStreamWriter, _ALIAS[1]):
         DataStreamWriter.table = DataStreamWriter.toTable  # type: ignore[attr-defined]

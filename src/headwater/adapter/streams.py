@@ -61,7 +61,7 @@ def stream_writer_to_table(original: Method) -> Method:
 
 def _start(
     writer: DataStreamWriter,
-    target: api.Table,
+    target: api.TableDoor,
     mode: str | None,
     partition_by: str | list[str] | None,
     query_name: str | None,

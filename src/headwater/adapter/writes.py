@@ -132,7 +132,7 @@ def writer_insert_into(original: Method) -> Method:
     return insertInto
 
 
-def by_position(df: DataFrame, table: api.Table) -> DataFrame:
+def by_position(df: DataFrame, table: api.TableDoor) -> DataFrame:
     """``insertInto`` matches columns by position, as Spark does, cast to the table's types."""
     schema = table.delta_table().toDF().schema
     if len(df.columns) != len(schema.fields):
@@ -162,7 +162,7 @@ def dataframe_write_to(original: Method) -> Method:
     return writeTo
 
 
-def _v2_target(writer: Any, create: bool) -> api.Table | None:
+def _v2_target(writer: Any, create: bool) -> api.TableDoor | None:
     """The headwater table a ``writeTo`` writes, or None when it is Spark's to write."""
     state = state_of(writer)
     spark: SparkSession = writer._spark
@@ -234,7 +234,7 @@ def v2_overwrite_partitions(original: Method) -> Method:
     return overwritePartitions
 
 
-def _partitions_of(df: DataFrame, table: api.Table) -> str | None:
+def _partitions_of(df: DataFrame, table: api.TableDoor) -> str | None:
     """A predicate selecting exactly the partitions ``df`` holds (dynamic partition
     overwrite); None for an unpartitioned table (the whole table is replaced)."""
     parts = list(table.delta_table().detail().collect()[0].partitionColumns)

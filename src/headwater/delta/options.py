@@ -152,3 +152,16 @@ class WriteSpec:
             max_records_per_file=as_int(o.get("maxrecordsperfile"), "maxRecordsPerFile"),
             txn=None if app_id is None or version is None else (app_id, version),
         )
+
+
+def with_time_travel(
+    options: Mapping[str, str] | None, version: int | None, timestamp: str | None
+) -> dict[str, str]:
+    """The ``delta`` reader's options for a read at ``version`` or ``timestamp`` (either
+    engine's reader takes the same names)."""
+    opts = {str(k): str(v) for k, v in (options or {}).items()}
+    if version is not None:
+        opts["versionAsOf"] = str(version)
+    if timestamp is not None:
+        opts["timestampAsOf"] = str(timestamp)
+    return opts

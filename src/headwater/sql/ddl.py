@@ -137,7 +137,7 @@ class _Spec:
             self.partitions, self.properties, self.comment, as_select, replace
         )
 
-    def existing(self, ctx: Context) -> api.Table | None:
+    def existing(self, ctx: Context) -> api.TableDoor | None:
         """The table the statement names, when it exists."""
         if self.ref.path is not None:
             table = api.for_path(ctx.spark, self.ref.path)

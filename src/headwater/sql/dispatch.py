@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
+from headwater import engines
 from headwater.errors import HeadwaterError
 from headwater.originals import original
 from headwater.sql import conversion, ddl, dml, maintenance
@@ -157,15 +157,20 @@ def _passthrough(ctx: Context, raw: bool) -> DataFrame:
 def _spark(ctx: Context, text: str) -> DataFrame:
     """Spark runs ``text``; refused for ``:`` paths on a string column, it runs them as
     ``get_json_object`` (:mod:`headwater.sql.json_paths`)."""
+    return _with_json_paths(ctx.spark, text, ctx.args, ctx.orig_sql)
+
+
+def _with_json_paths(spark: SparkSession, text: str, args: Args, orig: SqlFn) -> DataFrame:
     try:
-        return ctx.orig_sql(ctx.spark, text, ctx.args)
-    except AnalysisException as e:
-        if e.getCondition() != "COLUMN_IS_NOT_VARIANT_TYPE":
+        return orig(spark, text, args)
+    except Exception as e:
+        # Spark 4.3 raises the condition; 4.2 an INTERNAL_ERROR that names it.
+        if "COLUMN_IS_NOT_VARIANT_TYPE" not in str(e):
             raise
         fixed = rewrite_json_paths(text)
         if fixed == text:
             raise
-        return ctx.orig_sql(ctx.spark, fixed, ctx.args)
+        return orig(spark, fixed, args)
 
 
 def _defines_view(stmt: Statement) -> bool:
@@ -238,11 +243,35 @@ def sql(spark: SparkSession, text: str, args: Args = None) -> DataFrame:
     return results[-1]
 
 
+def _added_functions(spark: SparkSession, text: str, args: Args, orig: SqlFn) -> DataFrame:
+    """On delta-spark, Spark and delta-spark run every statement; a single one calling a
+    table function headwater adds (``event_log``, ``pipeline_quality``, ``read_files``,
+    ``cloud_files_state``) has those calls replaced first."""
+    try:
+        stmts = split(text)
+    except SqlError:
+        return orig(spark, text, args)
+    if len(stmts) != 1 or not has_candidates(stmts[0].tokens, only_functions=True):
+        return orig(spark, text, args)
+    stmt = stmts[0]
+    with _inside():
+        done = rewrite(spark, stmt, orig, only_functions=True)
+    try:
+        return _with_json_paths(spark, done.text, args, orig)
+    finally:
+        if not _defines_view(stmt):
+            drop_views(spark, done.views)
+
+
 def route(
     spark: SparkSession, text: str, args: Args, kwargs: dict[str, Any], orig: SqlFn
 ) -> DataFrame:
     """``spark.sql`` on a headwater session (see :mod:`headwater.api_hooks`)."""
-    if getattr(_local, "depth", 0) or getattr(spark, "_headwater_catalog", None) is None:
+    if getattr(_local, "depth", 0):
+        return orig(spark, text, args, **kwargs)
+    if getattr(spark, "_headwater_catalog", None) is None:
+        if not kwargs and engines.of(spark) == engines.DELTA_SPARK:
+            return _added_functions(spark, text, args, orig)
         return orig(spark, text, args, **kwargs)
     if kwargs:  # PySpark's {df} substitution first (its own temporary views), then route
         from pyspark.sql.sql_formatter import SQLStringFormatter

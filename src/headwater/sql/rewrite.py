@@ -28,6 +28,9 @@ from headwater.sql.refs import resolve_at
 from headwater.sql.text import DIALECT, SqlError, Statement
 
 FUNCTIONS = {"read_files", "cloud_files_state", "table_changes", "event_log", "pipeline_quality"}
+# What headwater adds on a delta-spark session, whose own SQL has table_changes, time travel
+# and delta.`/path`: the table functions of files and pipelines.
+ADDED_FUNCTIONS = FUNCTIONS - {"table_changes"}
 _OPERATORS = {TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH}
 # Tokens a table reference follows (FROM a, b JOIN c; MERGE ... USING s; TABLE t; INTO t).
 _TABLE_CONTEXT = {
@@ -53,8 +56,11 @@ class Rewritten:
         return bool(self.views)
 
 
-def has_candidates(tokens: list[Token]) -> bool:
-    """Cheap check: could any token start a reference we rewrite? (Most statements: no.)"""
+def has_candidates(tokens: list[Token], only_functions: bool = False) -> bool:
+    """Cheap check: could any token start a reference we rewrite? (Most statements: no.)
+    ``only_functions``: only a call of :data:`ADDED_FUNCTIONS` counts."""
+    if only_functions:
+        return any(tok.text.lower() in ADDED_FUNCTIONS for tok in tokens)
     for i, tok in enumerate(tokens):
         if tok.token_type == TokenType.PARAMETER:
             return True
@@ -76,9 +82,11 @@ def rewrite(
     orig_sql: SqlFn,
     first: int = 0,
     last: int | None = None,
+    only_functions: bool = False,
 ) -> Rewritten:
     """The text of ``stmt.tokens[first:last+1]`` with each special reference replaced by a
-    new temporary view (the caller drops ``views`` once Spark has analysed the statement)."""
+    new temporary view (the caller drops ``views`` once Spark has analysed the statement);
+    ``only_functions``: calls of :data:`ADDED_FUNCTIONS` only (a delta-spark session)."""
     toks = stmt.tokens
     last = len(toks) - 1 if last is None else last
     if not toks or first > last:
@@ -90,7 +98,11 @@ def rewrite(
     i = first
     try:
         while i <= last:
-            found = _reference(spark, stmt, toks, i, last, orig_sql)
+            found = (
+                _added_function(spark, stmt, toks, i, last)
+                if only_functions
+                else _reference(spark, stmt, toks, i, last, orig_sql)
+            )
             if found is None:
                 i += 1
                 continue
@@ -115,6 +127,19 @@ def drop_views(spark: SparkSession, views: list[str]) -> None:
 
 
 # -- finding references ----------------------------------------------------------------------
+
+
+def _added_function(spark, stmt: Statement, toks: list[Token], i: int, last: int):
+    """``(last token index, DataFrame, None)`` if a call of :data:`ADDED_FUNCTIONS` starts
+    at ``i``."""
+    tok = toks[i]
+    nxt = toks[i + 1] if i + 1 <= last else None
+    if (i > 0 and toks[i - 1].token_type == TokenType.DOT) or nxt is None:
+        return None
+    if tok.text.lower() in ADDED_FUNCTIONS and nxt.token_type == TokenType.L_PAREN:
+        end = min(matching_paren(toks, i + 1), last)
+        return end, _function(spark, stmt, toks, i, end), None
+    return None
 
 
 def _reference(spark, stmt: Statement, toks: list[Token], i: int, last: int, orig_sql):

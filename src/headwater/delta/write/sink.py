@@ -62,6 +62,7 @@ class DeltaStreamSink:
         mode: OutputMode,
         spec: WriteSpec | None = None,
         on_commit: Callable[[WriteResult], None] | None = None,
+        writer: Callable[[DataFrame, WriteSpec], WriteResult] | None = None,
     ) -> None:
         if not checkpoint_location:
             raise OptionError(
@@ -76,6 +77,9 @@ class DeltaStreamSink:
             spec or WriteSpec(), mode="overwrite" if mode == "complete" else "append"
         )
         self.on_commit = on_commit
+        # Another Delta engine's batch write (delta-spark's, with the same transaction id);
+        # the exactly-once rule here is the engines' common one.
+        self.writer = writer
         self._query_id: str | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -85,7 +89,10 @@ class DeltaStreamSink:
         """Write the batch; its result (``version`` None: it was already committed)."""
         spec = replace(self.spec, txn=(self.app_id, int(batch_id)))
         operation = Operation.streaming_update(self.output_mode, self.query_id(), int(batch_id))
-        result = write(df, self.path, spec, operation)
+        if self.writer is not None:
+            result = self.writer(df, spec)
+        else:
+            result = write(df, self.path, spec, operation)
         if result.version is None:
             log.info("batch %s already committed to %s; skipped", batch_id, self.path)
         elif self.on_commit is not None:

@@ -38,7 +38,7 @@ class CdcApplier:
         self,
         spark: SparkSession,
         plan: CdcPlan,
-        target: api.Table,
+        target: api.TableDoor,
         state: str,
         app_id: str,
         tombstone_seconds: int,

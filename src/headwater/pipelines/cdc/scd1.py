@@ -42,7 +42,7 @@ def sequence_in_target(plan: CdcPlan) -> str | None:
 def apply_scd1(
     plan: CdcPlan,
     state_table: CdcState,
-    target: api.Table,
+    target: api.TableDoor,
     app_id: str,
     events: DataFrame,
     batch_id: int,
@@ -117,7 +117,7 @@ def apply_scd1(
 def apply_ignoring_nulls(
     plan: CdcPlan,
     state_table: CdcState,
-    target: api.Table,
+    target: api.TableDoor,
     txn: tuple[str, int],
     events: DataFrame,
 ) -> CdcResult:

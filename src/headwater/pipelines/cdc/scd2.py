@@ -148,7 +148,7 @@ def filled(column: str) -> str:
 def apply_scd2(
     plan: CdcPlan,
     state: CdcState,
-    target: api.Table,
+    target: api.TableDoor,
     app_id: str,
     events: DataFrame,
     batch_id: int,
@@ -183,7 +183,7 @@ def data_columns(plan: CdcPlan) -> list[str]:
     return [c for c in plan.columns if c not in plan.keys]
 
 
-def known(plan: CdcPlan, state: CdcState, target: api.Table, events: DataFrame) -> DataFrame:
+def known(plan: CdcPlan, state: CdcState, target: api.TableDoor, events: DataFrame) -> DataFrame:
     """The touched keys' rows from the three sources, as events (``SEQ``, ``OP``,
     ``SRC``), the target's with their own values in ``WAS``."""
     keys = list(plan.keys)

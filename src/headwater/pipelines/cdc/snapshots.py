@@ -79,7 +79,7 @@ class SnapshotApplier:
         spark: SparkSession,
         spec: AutoCdc,
         schema_source: DataFrame,
-        target: api.Table,
+        target: api.TableDoor,
         layout: Layout,
         flow: str,
         app_id: str,

@@ -129,7 +129,7 @@ class CdcState:
 
 
 def commit_target(
-    target: api.Table,
+    target: api.TableDoor,
     changes: DataFrame,
     txn: tuple[str, int],
     on: str,

@@ -157,6 +157,15 @@ class Rules:
                     where.origin.line,
                 )
 
+    def counts(self, df: DataFrame) -> dict[str, int]:
+        """The counts :meth:`check` observes (without ``dropped``), by a pass of their own
+        over ``df`` (a fail rule's bad row stops it, as it would stop the write)."""
+        observation = Observation()
+        self.check(df, observation, count_outcomes=False).passed.write.format("noop").mode(
+            "overwrite"
+        ).save()
+        return dict(observation.get)
+
     def check(
         self, df: DataFrame, observation: Observation | str, count_outcomes: bool = True
     ) -> Checked:

@@ -171,7 +171,12 @@ def table_spec(dataset: Dataset, mode: str, **extra: Any) -> WriteSpec:
 
 
 def write_checked(
-    df: DataFrame, rules: Rules, quality: Quality | None, write: Write, quarantine: Write | None
+    df: DataFrame,
+    rules: Rules,
+    quality: Quality | None,
+    write: Write,
+    quarantine: Write | None,
+    observed: bool = True,
 ) -> WriteResult | None:
     """Write ``df``'s rows that pass ``rules`` with ``write`` (and those a quarantine rule
     diverts with ``quarantine``, first), counting into ``quality`` once ``write`` commits.
@@ -179,18 +184,25 @@ def write_checked(
     Quarantined rows are written first: after a crash between the two commits, the batch
     runs again, the quarantine write is skipped by its transaction id and the dataset's
     write completes, so each row lands once in one of the two tables. The input is cached
-    for the two writes; the counts come from whichever write reads it first."""
+    for the two writes; the counts come from whichever write reads it first.
+
+    ``observed`` False: the table's engine writes through a nested query whose observed
+    metrics never reach ``Observation`` (delta-spark), so the counts are taken by a pass of
+    their own over the cached input, before the writes."""
     if not rules:
         return write(df)
     observation = Observation()
-    source = df.persist() if quarantine is not None and rules.quarantines else df
+    counting = quality is not None and not observed
+    cache = counting or (quarantine is not None and rules.quarantines)
+    source = df.persist() if cache else df
     try:
+        counts = rules.counts(source) if counting else None
         checked = rules.check(source, observation, count_outcomes=False)
         if quarantine is not None and checked.quarantined is not None:
             quarantine(checked.quarantined)
         result = write(checked.passed)
         if quality is not None and result is not None and result.version is not None:
-            quality.add(observation.get, result.num_rows)
+            quality.add(counts if counts is not None else observation.get, result.num_rows)
         return result
     finally:
         if source is not df:
@@ -262,6 +274,7 @@ def start_stream(
                 quality,
                 lambda passed: sink.commit(passed, batch_id),
                 (lambda rows: aside.commit(rows, batch_id)) if aside else None,
+                table.observes_writes,
             )
 
         return batch
@@ -424,6 +437,7 @@ def refresh_view(
         run.checks(af.target, rules) if rules else None,
         lambda rows: table.write(rows, spec),
         (lambda rows: aside.write(rows, quarantine_spec("overwrite"))) if aside else None,
+        table.observes_writes,
     )
     return result
 
@@ -452,6 +466,7 @@ def append_once(
         (lambda rows: aside.write(rows, quarantine_spec("append", txn=(app_id, 0))))
         if aside
         else None,
+        table.observes_writes,
     )
     return result
 

@@ -1,0 +1,73 @@
+"""The Delta engine a session runs on: headwater's own, or delta-spark.
+
+headwater's engine (the default: pip only, no JVM jar) reads the Delta log through delta-rs
+and the data through Spark. delta-spark, Delta's own Spark connector, is what most clusters
+already run: its SQL extension and ``spark_catalog`` are static settings of the session, so
+a session is on one engine for its life, and which one is read from its configuration once
+(:func:`detect`) and kept on the session by ``headwater.install`` (:func:`of`).
+
+Everything headwater adds above Delta — Auto Loader, COPY INTO, pipelines — reaches a table
+through one door, :mod:`headwater.api`, which hands out the engine's implementation of it:
+``api.Table`` (headwater's) or :class:`~headwater.engines.delta_spark.DeltaSparkTable`. So
+this is the one place that asks which engine a session has; nothing above it does.
+
+May import ``delta`` and the bottom layers (never ``api``, ``catalog`` or above).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pyspark.sql import SparkSession
+
+from headwater.errors import OptionError
+
+Engine = Literal["headwater", "delta-spark"]
+HEADWATER: Engine = "headwater"
+DELTA_SPARK: Engine = "delta-spark"
+ENGINES: tuple[Engine, ...] = (HEADWATER, DELTA_SPARK)
+
+# delta-spark's classes in a session's configuration: its SQL (MERGE, DESCRIBE HISTORY, ...)
+# and the catalog that makes `delta` tables (and every name in spark_catalog) its own.
+EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+DELTA_SPARK_CONF = {
+    "spark.sql.extensions": EXTENSION,
+    "spark.sql.catalog.spark_catalog": CATALOG,
+}
+
+_ATTRIBUTE = "_headwater_engine"
+
+
+def parse(name: str | None) -> Engine:
+    """``delta_engine`` as a user spells it (None: headwater's)."""
+    text = (name or HEADWATER).strip().lower().replace("_", "-")
+    if text in ("delta-spark", "deltaspark"):
+        return DELTA_SPARK
+    if text == HEADWATER:
+        return HEADWATER
+    raise OptionError(
+        f"Unknown Delta engine '{name}': use delta_engine='headwater' (the default, no JVM "
+        "jar) or 'delta-spark' (Delta's own connector, pip install 'headwater[delta-spark]')."
+    )
+
+
+def detect(spark: SparkSession) -> Engine:
+    """delta-spark when the session was built with its extension or its catalog (a cluster
+    that runs delta-spark, or ``headwater.session(delta_engine="delta-spark")``)."""
+    conf = spark.sparkContext.getConf()
+    extensions = conf.get("spark.sql.extensions", "") or ""
+    catalog = conf.get("spark.sql.catalog.spark_catalog", "") or ""
+    if EXTENSION in extensions.split(",") or catalog == CATALOG:
+        return DELTA_SPARK
+    return HEADWATER
+
+
+def of(spark: SparkSession) -> Engine:
+    """The session's engine, as ``install`` recorded it (else as configured)."""
+    found = getattr(spark, _ATTRIBUTE, None)
+    return found if found in ENGINES else detect(spark)
+
+
+def record(spark: SparkSession, engine: Engine) -> None:
+    setattr(spark, _ATTRIBUTE, engine)

@@ -1,0 +1,428 @@
+"""The table door on delta-spark: the same methods as ``api.Table``, done by Delta's own
+Spark connector.
+
+Upper layers (the pipelines, Auto Loader's streams, the SQL front) call ``api.table(...)``
+and get this class on a delta-spark session; every change goes through delta-spark's
+public API — its ``delta`` writer and ``DeltaTable`` — so its rules apply: its conflict
+detection, its table features, the session catalog (a Hive metastore where the user
+configured one). What headwater keeps doing itself is what the Delta protocol lets any
+reader do: read the log (delta-rs) to learn versions and which files an append added.
+
+Exactly once is the engines' common rule: a write carrying a transaction ``(app_id,
+version)`` that the table already recorded commits nothing. delta-spark takes it as the
+writer's ``txnAppId``/``txnVersion`` options, and for MERGE as the session settings
+``spark.databricks.delta.write.txnAppId``/``txnVersion`` (set under a lock, for the one
+statement), as it takes ``userMetadata``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+from pyspark.sql.streaming import DataStreamReader
+from pyspark.sql.types import DataType, StructField, StructType
+
+from headwater.delta.dml.rewrite import Result as MergeResult
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.options import WriteSpec, with_time_travel
+from headwater.delta.read.batch import read_appended
+from headwater.delta.schema.expressions import ExprLike, as_column
+from headwater.delta.schema.merge_clauses import Clause
+from headwater.delta.write.batch import WriteResult
+from headwater.delta.write.sink import DeltaStreamSink, OutputMode
+from headwater.engines.streams import start_batches
+from headwater.errors import EngineUnsupportedError, TableNotFoundError
+from headwater.originals import original
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_SESSION_SETTINGS = threading.Lock()  # session settings are shared by the session's threads
+
+
+@dataclass(frozen=True)
+class DeltaSparkTable:
+    """A Delta table of a delta-spark session: by name (``table_name``, in the session
+    catalog) or by path (``table_name`` None)."""
+
+    spark: SparkSession
+    location: str
+    table_name: str | None = None
+    external: bool = False  # created by name at a location the caller chose
+    # delta-spark runs a write's query as a nested execution: Observation never hears of it.
+    observes_writes: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        return self.table_name or f"delta.`{self.location}`"
+
+    @property
+    def _ident(self) -> str:
+        return self.name
+
+    def exists(self) -> bool:
+        return DeltaLog(self.location).exists()
+
+    def delta_table(self) -> Any:
+        """delta-spark's own ``DeltaTable``."""
+        from delta.tables import DeltaTable
+
+        return DeltaTable.forPath(self.spark, self.location)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(
+        self,
+        version: int | None = None,
+        timestamp: str | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> DataFrame:
+        opts = with_time_travel(options, version, timestamp)
+        if not self.exists():
+            raise TableNotFoundError(
+                f"[DELTA_MISSING_DELTA_TABLE] {self.name} is not a Delta table."
+            )
+        reader = original(DataFrameReader, "format")(self.spark.read, "delta")
+        reader = original(DataFrameReader, "options")(reader, **opts)
+        return original(DataFrameReader, "load")(reader, self.location)
+
+    def read_appended(self, since: int, until: int) -> DataFrame | None:
+        """The rows appended after ``since`` up to ``until``, from the files the log's add
+        actions name (any engine's log says the same), or None."""
+        return read_appended(self.spark, self.location, since, until)
+
+    def read_stream(self, options: Mapping[str, str] | None = None) -> DataFrame:
+        opts = {str(k): str(v) for k, v in (options or {}).items()}
+        reader = original(DataStreamReader, "format")(self.spark.readStream, "delta")
+        reader = original(DataStreamReader, "options")(reader, **opts)
+        return original(DataStreamReader, "load")(reader, self.location)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def write(self, df: DataFrame, spec: WriteSpec, operation: object = None) -> WriteResult:
+        """One batch write through delta-spark's writer (``operation`` names headwater's own
+        commits; delta-spark names its own)."""
+        before = self._latest()
+        schema_before = self._schema() if before is not None else None
+        writer = original(DataFrameWriter, "format")(df.write, "delta")
+        writer = original(DataFrameWriter, "mode")(writer, spec.mode)
+        options = _writer_options(spec, creating=before is None)
+        if options:
+            writer = original(DataFrameWriter, "options")(writer, **options)
+        if spec.partition_by and (before is None or spec.mode == "overwrite"):
+            writer = original(DataFrameWriter, "partitionBy")(writer, *spec.partition_by)
+        if spec.cluster_by and before is None:
+            writer = original(DataFrameWriter, "clusterBy")(writer, *spec.cluster_by)
+        if self.table_name is not None:
+            self._ensure_schema()
+            if before is None and self.external:
+                writer = original(DataFrameWriter, "option")(writer, "path", self.location)
+            original(DataFrameWriter, "saveAsTable")(writer, self.table_name)
+        else:
+            original(DataFrameWriter, "save")(writer, self.location)
+        after = self._latest()
+        if after is None or after == before:
+            return WriteResult(version=None)
+        metrics = self._metrics(after)
+        return WriteResult(
+            version=after,
+            num_files=int(metrics.get("numFiles", 0)),
+            num_rows=int(metrics.get("numOutputRows", 0)),
+            num_bytes=int(metrics.get("numOutputBytes", 0)),
+            created=before is None,
+            schema_changed=schema_before is not None and self._schema() != schema_before,
+        )
+
+    def sink(
+        self,
+        checkpoint: str,
+        output_mode: OutputMode = "append",
+        spec: WriteSpec | None = None,
+        on_commit: Callable[[WriteResult], None] | None = None,
+    ) -> DeltaStreamSink:
+        """The ``foreachBatch`` function committing each micro-batch once: delta-spark
+        writes it, with the batch's transaction id."""
+        return DeltaStreamSink(
+            self.location, checkpoint, output_mode, spec, on_commit, writer=self.write
+        )
+
+    def start_stream(
+        self,
+        df: DataFrame,
+        checkpoint: str,
+        output_mode: OutputMode = "append",
+        spec: WriteSpec | None = None,
+        trigger: Mapping[str, str | bool] | None = None,
+        query_name: str | None = None,
+        on_commit: Callable[[WriteResult], None] | None = None,
+        wrap: Callable[[DeltaStreamSink], Callable[[DataFrame, int], object]] | None = None,
+    ) -> Any:
+        sink = self.sink(checkpoint, output_mode, spec, on_commit)
+        function = wrap(sink) if wrap else sink
+        return start_batches(df, function, checkpoint, output_mode, trigger, query_name)
+
+    def merge(
+        self,
+        source: DataFrame,
+        condition: ExprLike,
+        clauses: list[Clause],
+        txn: tuple[str, int] | None = None,
+        target_alias: str = "target",
+        evolve: bool = False,
+        user_metadata: str | None = None,
+    ) -> MergeResult:
+        """MERGE through delta-spark's ``DeltaTable.merge`` builder, clause by clause."""
+        schema_before = self._schema()
+        builder = self.delta_table().alias(target_alias).merge(source, as_column(condition))
+        for clause in clauses:
+            builder = _apply(builder, clause)
+        if evolve:
+            builder = builder.withSchemaEvolution()
+        return self._run(builder.execute, txn, user_metadata, schema_before)
+
+    def update(
+        self, condition: ExprLike | None, assignments: Mapping[str, ExprLike]
+    ) -> MergeResult:
+        values = {k: as_column(v) for k, v in assignments.items()}
+        table = self.delta_table()
+        if condition is None:
+            return self._run(lambda: table.update(set=values))
+        return self._run(lambda: table.update(as_column(condition), values))
+
+    def delete(self, condition: ExprLike | None) -> MergeResult:
+        table = self.delta_table()
+        if condition is None:
+            return self._run(lambda: table.delete())
+        return self._run(lambda: table.delete(as_column(condition)))
+
+    def commit(self, txn: object) -> int:
+        raise EngineUnsupportedError(
+            f"Committing staged files to {self.name} is headwater's engine's own transaction; "
+            "this session runs delta-spark. Write a DataFrame instead, or build the session "
+            "with headwater.session(delta_engine='headwater')."
+        )
+
+    # -- table definition ------------------------------------------------------------------
+
+    def replace(
+        self,
+        schema: StructType,
+        partition_by: Sequence[str] = (),
+        properties: Mapping[str, str] | None = None,
+        description: str | None = None,
+    ) -> None:
+        from delta.tables import DeltaTable
+
+        builder = DeltaTable.createOrReplace(self.spark)
+        if self.table_name is not None:
+            self._ensure_schema()
+            builder = builder.tableName(self.table_name)
+        builder = builder.location(self.location).addColumns(schema)
+        if partition_by:
+            builder = builder.partitionedBy(*partition_by)
+        for key, value in (properties or {}).items():
+            builder = builder.property(key, value)
+        if description:
+            builder = builder.comment(description)
+        builder.execute()
+
+    def add_columns(self, fields: Iterable[StructField]) -> None:
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in fields)
+        self._sql(f"ALTER TABLE {self._ident} ADD COLUMNS ({columns})")
+
+    def change_column(
+        self, column: str, new_type: DataType | None = None, comment: str | None = None
+    ) -> None:
+        if new_type is not None:
+            self._sql(
+                f"ALTER TABLE {self._ident} ALTER COLUMN `{column}` TYPE {new_type.simpleString()}"
+            )
+        if comment is not None:
+            text = comment.replace("\\", "\\\\").replace("'", "\\'")
+            self._sql(f"ALTER TABLE {self._ident} ALTER COLUMN `{column}` COMMENT '{text}'")
+
+    def set_properties(self, properties: Mapping[str, str]) -> None:
+        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+        self._sql(f"ALTER TABLE {self._ident} SET TBLPROPERTIES ({pairs})")
+
+    def cluster_by(self, columns: Sequence[str] | None) -> None:
+        keys = ", ".join(f"`{c}`" for c in columns) if columns else None
+        self._sql(f"ALTER TABLE {self._ident} CLUSTER BY " + (f"({keys})" if keys else "NONE"))
+
+    def add_constraint(self, name: str, expression: str) -> None:
+        self._sql(f"ALTER TABLE {self._ident} ADD CONSTRAINT `{name}` CHECK ({expression})")
+
+    def drop_constraint(self, name: str, if_exists: bool = False) -> None:
+        guard = "IF EXISTS " if if_exists else ""
+        self._sql(f"ALTER TABLE {self._ident} DROP CONSTRAINT {guard}`{name}`")
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _sql(self, text: str) -> DataFrame:
+        return original(SparkSession, "sql")(self.spark, text)
+
+    def _latest(self) -> int | None:
+        log = DeltaLog(self.location)
+        return log.latest_version() if log.exists() else None
+
+    def _schema(self) -> StructType:
+        return self.read().schema
+
+    def _metrics(self, version: int) -> dict[str, str]:
+        info = DeltaLog(self.location).read_commit(version).info
+        return dict(info.values.get("operationMetrics") or {}) if info is not None else {}
+
+    def _ensure_schema(self) -> None:
+        """delta-spark's saveAsTable needs the table's database to exist; headwater's
+        catalog makes it on first write, so a pipeline's ``silver.orders`` works on both."""
+        parts = self.table_name.split(".") if self.table_name else []
+        if len(parts) >= 2:
+            self._sql(f"CREATE SCHEMA IF NOT EXISTS {'.'.join(parts[:-1])}")
+
+    def _run(
+        self,
+        action: Callable[[], object],
+        txn: tuple[str, int] | None = None,
+        user_metadata: str | None = None,
+        schema_before: StructType | None = None,
+    ) -> MergeResult:
+        before = self._latest()
+        with _session_settings(self.spark, txn, user_metadata):
+            action()
+        after = self._latest()
+        if after is None or after == before:
+            return MergeResult(version=None)
+        metrics = {k: int(v) for k, v in self._metrics(after).items() if str(v).isdigit()}
+        changed = schema_before is not None and self._schema() != schema_before
+        return MergeResult(version=after, metrics=metrics, schema_changed=changed)
+
+
+def _writer_options(spec: WriteSpec, creating: bool) -> dict[str, str]:
+    options: dict[str, str] = {}
+    if spec.merge_schema:
+        options["mergeSchema"] = "true"
+    if spec.overwrite_schema:
+        options["overwriteSchema"] = "true"
+    if spec.replace_where:
+        options["replaceWhere"] = spec.replace_where
+    if spec.user_metadata:
+        options["userMetadata"] = spec.user_metadata
+    if spec.max_records_per_file:
+        options["maxRecordsPerFile"] = str(spec.max_records_per_file)
+    if spec.txn is not None:
+        options["txnAppId"], options["txnVersion"] = spec.txn[0], str(spec.txn[1])
+    if creating or spec.overwrite_schema:
+        # delta-spark takes `delta.*` writer options as the new table's properties.
+        options.update({k: str(v) for k, v in (spec.configuration or {}).items()})
+    return options
+
+
+def _apply(builder: Any, clause: Clause) -> Any:
+    cond: Column | None = as_column(clause.condition) if clause.condition is not None else None
+    values = (
+        {k: as_column(v) for k, v in clause.assignments.items()}
+        if clause.assignments is not None
+        else None
+    )
+    if clause.kind == "matched":
+        if clause.action == "delete":
+            return builder.whenMatchedDelete(cond)
+        if values is None:
+            return builder.whenMatchedUpdateAll(cond)
+        return builder.whenMatchedUpdate(cond, values)
+    if clause.kind == "not_matched":
+        if values is None:
+            return builder.whenNotMatchedInsertAll(cond)
+        return builder.whenNotMatchedInsert(cond, values)
+    if clause.action == "delete":
+        return builder.whenNotMatchedBySourceDelete(cond)
+    return builder.whenNotMatchedBySourceUpdate(cond, values or {})
+
+
+@contextmanager
+def _session_settings(
+    spark: SparkSession, txn: tuple[str, int] | None, user_metadata: str | None
+) -> Iterator[None]:
+    """delta-spark reads a DML's transaction id and user metadata from the session's
+    settings; they are set for this one statement and put back."""
+    wanted: dict[str, str] = {}
+    if txn is not None:
+        wanted[TXN_APP_ID], wanted[TXN_VERSION] = txn[0], str(txn[1])
+    if user_metadata is not None:
+        wanted[USER_METADATA] = user_metadata
+    if not wanted:
+        yield
+        return
+    with _SESSION_SETTINGS:
+        saved = {k: spark.conf.get(k, None) for k in wanted}
+        for key, value in wanted.items():
+            spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, kept in saved.items():
+                if kept is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, kept)
+
+
+# -- names: the session catalog's ------------------------------------------------------------
+
+
+def for_path(spark: SparkSession, path: str) -> DeltaSparkTable:
+    return DeltaSparkTable(spark, DeltaLog(path).root)
+
+
+def by_name(
+    spark: SparkSession, name: str, location: str | None = None, create: bool = True
+) -> DeltaSparkTable:
+    """The table ``name`` of the session catalog. A name not known yet is a table a first
+    write creates: at ``location`` (external), else where delta-spark puts a managed table
+    (the database's location and the table's name)."""
+    found = _described_location(spark, name)
+    if found is not None:
+        return DeltaSparkTable(spark, DeltaLog(found).root, name)
+    if not create:
+        raise TableNotFoundError(
+            f"[TABLE_OR_VIEW_NOT_FOUND] Table '{name}' not found. Create it with a write "
+            "(df.write.saveAsTable) or CREATE TABLE."
+        )
+    if location is not None:
+        return DeltaSparkTable(spark, DeltaLog(location).root, name, external=True)
+    parts = name.replace("`", "").split(".")
+    database = parts[-2] if len(parts) >= 2 else spark.catalog.currentDatabase()
+    try:
+        root = str(spark.catalog.getDatabase(database).locationUri)
+    except Exception:  # not created yet: under the warehouse, as CREATE SCHEMA puts it
+        warehouse = str(spark.conf.get("spark.sql.warehouse.dir"))
+        root = warehouse.rstrip("/") + f"/{database}.db"
+    table = DeltaSparkTable(spark, DeltaLog(f"{root.rstrip('/')}/{parts[-1]}").root, name)
+    if table.exists():  # a catalog that forgot it (in memory): named again where it is
+        table._ensure_schema()
+        table._sql(f"CREATE TABLE IF NOT EXISTS {name} USING delta LOCATION '{table.location}'")
+    return table
+
+
+def find(spark: SparkSession, name: str) -> DeltaSparkTable | None:
+    """The Delta table ``name`` of the session catalog, or None (not a table, or not Delta)."""
+    found = _described_location(spark, name)
+    return DeltaSparkTable(spark, DeltaLog(found).root, name) if found is not None else None
+
+
+def _described_location(spark: SparkSession, name: str) -> str | None:
+    try:
+        if not spark.catalog.tableExists(name):
+            return None
+        row = original(SparkSession, "sql")(spark, f"DESCRIBE DETAIL {name}").first()
+    except Exception:  # a view, a temporary view, a name Spark cannot parse
+        return None
+    if row is None or str(row["format"]).lower() != "delta":
+        return None
+    return str(row["location"])

@@ -1,0 +1,75 @@
+"""Where a delta-spark session's JVM jars come from.
+
+The pinned, checksummed copies ``scripts/fetch-jars.sh delta-spark`` leaves in the cache
+(``$HEADWATER_JAR_CACHE`` or ``~/.cache/headwater/jars``) when they are there — nothing is
+resolved at start-up; else Spark resolves ``io.delta:delta-spark_2.13`` of the installed
+delta-spark's version from Maven Central, as ``configure_spark_with_delta_pip`` does; and
+on a cluster that already runs delta-spark, nothing is added.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+
+from headwater import storage
+from headwater.errors import OptionError
+from headwater.storage import paths as storage_paths
+
+CACHE_ENV = "HEADWATER_JAR_CACHE"
+
+
+def delta_spark_version() -> str:
+    try:
+        return importlib.metadata.version("delta-spark")
+    except importlib.metadata.PackageNotFoundError:
+        raise OptionError(
+            "delta_engine='delta-spark' needs delta-spark's Python package: "
+            "pip install 'headwater[delta-spark]' (it brings pyspark 4.2)."
+        ) from None
+
+
+def cached_jars(version: str) -> list[str]:
+    """The cached delta-spark jars of ``version`` (empty: none, or another version)."""
+    root = os.environ.get(CACHE_ENV) or os.path.join(
+        os.path.expanduser("~"), ".cache", "headwater", "jars"
+    )
+    folder = storage.join(storage.normalize(root), "delta-spark")
+    found = storage.list_files(folder, recursive=False) if storage.is_dir(folder) else []
+    jars = sorted(storage_paths.local_path(f.path) for f in found if f.path.endswith(".jar"))
+    wanted = f"delta-spark_2.13-{version}.jar"
+    return jars if any(j.endswith("/" + wanted) for j in jars) else []
+
+
+def session_conf(existing: dict[str, str]) -> dict[str, str]:
+    """The settings that put delta-spark's jars on a new session's classpath (none when the
+    caller already gave ``spark.jars`` or ``spark.jars.packages`` naming delta-spark)."""
+    given = existing.get("spark.jars", "") + "," + existing.get("spark.jars.packages", "")
+    if "delta-spark" in given:
+        return {}
+    version = delta_spark_version()
+    jars = cached_jars(version)
+    if jars:
+        listed = [j for j in existing.get("spark.jars", "").split(",") if j]
+        return {"spark.jars": ",".join(listed + jars)}
+    packages = [p for p in existing.get("spark.jars.packages", "").split(",") if p]
+    return {"spark.jars.packages": ",".join([*packages, f"io.delta:delta-spark_2.13:{version}"])}
+
+
+def metastore_conf(warehouse: str, existing: dict[str, str]) -> dict[str, str]:
+    """A persistent session catalog for a local delta-spark session: Spark's Hive catalog
+    on an embedded Derby metastore kept in the warehouse, so names outlive the process as
+    headwater's own catalog keeps them (a pipeline's second update finds its tables).
+    Nothing when the caller chose a catalog or a metastore, or the warehouse is remote."""
+    chosen = ("spark.sql.catalogImplementation", "spark.hadoop.hive.metastore.uris")
+    if any(key in existing for key in chosen) or storage.is_remote(warehouse):
+        return {}
+    folder = storage_paths.local_path(warehouse)
+    java = existing.get("spark.driver.extraJavaOptions", "")
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={folder}/metastore_db;create=true"
+        ),
+        "spark.driver.extraJavaOptions": f"{java} -Dderby.stream.error.file={folder}/derby.log",
+    }
