@@ -40,12 +40,16 @@ MERGE_DAYS = 16  # the target's days (its d column), as bench_merge.py's default
 def configure(spark, shuffle_partitions: int) -> str:
     """The settings both engines run with (the tests' delta-spark session sets 2 shuffle
     partitions, headwater's keeps Spark's default): the same on both sides. Returns the
-    engine's name as its own log will record it."""
+    versions and the JVM's maximum heap, so the report shows both engines had the same."""
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark.conf.set("spark.sql.adaptive.enabled", "true")
     from importlib.metadata import version
 
-    return f"pyspark {spark.version}, delta-spark {version('delta-spark')}"
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    return {
+        "versions": f"pyspark {spark.version}, delta-spark {version('delta-spark')}",
+        "heap_gib": round(heap / 2**30, 2),
+    }
 
 
 def _seconds(fn) -> tuple[float, object]:

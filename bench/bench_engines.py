@@ -187,7 +187,9 @@ def format_report(report: dict) -> str:
         f"run:       {args['rows']:,} rows (write, scans, stream, MERGE target), "
         f"MERGE source {args['merge_rows']:,} rows, Auto Loader {args['loader_rows']:,} rows; "
         f"local[2] per engine, {args['shuffle_partitions']} shuffle partitions, "
-        f"driver memory {args['driver_memory']}; one run each"
+        f"driver memory {args['driver_memory']} (JVM max heap: "
+        + ", ".join(f"{name} {gib} GiB" for name, gib in env["heap_gib"].items())
+        + "); one run each"
         + ("" if args["smoke"] else ", after an untimed warm-up on tiny inputs"),
         "",
     ]
@@ -259,7 +261,8 @@ def main(argv: list[str] | None = None) -> dict:
             "platform": platform.platform(),
             "cpu_count": os.cpu_count(),
             "python": platform.python_version(),
-            "engines": versions["headwater"],
+            "engines": versions["headwater"]["versions"],
+            "heap_gib": {name: v["heap_gib"] for name, v in versions.items()},
         },
     }
     print(format_report(report), flush=True)
