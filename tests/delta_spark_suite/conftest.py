@@ -56,15 +56,7 @@ _T = "test_deltatable.py::DeltaTableTests::"
 XFAIL: dict[str, str] = {
     _T + "test_addFeatureSupport": "featureName's type error is not delta-spark's ValueError",
     _T + "test_create_table_geo_types": "geometry / geography column types are not supported",
-    _T + "test_create_table_with_identity_column": "schema after create differs (metadata)",
-    _T + "test_create_table_with_location_only": "schema after create differs (metadata)",
-    _T + "test_create_table_with_name_and_location": "schema after create differs (metadata)",
-    _T + "test_create_table_with_name_only": "schema after create differs (metadata)",
     _T + "test_dropFeatureSupport": "test-only removable features of delta-spark unknown",
-    _T + "test_replace_table_behavior": "replace's behaviour differs",
-    _T + "test_replace_table_with_location_only": "schema after replace differs (metadata)",
-    _T + "test_replace_table_with_name_and_location": "schema after replace differs (metadata)",
-    _T + "test_replace_table_with_name_only": "schema after replace differs (metadata)",
     "test_sql.py::DeltaSqlTests::test_ddls": "ALTER TABLE ... CHANGE COLUMN ... AFTER",
 }
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater import storage
@@ -111,7 +112,21 @@ class DeltaTable:
     # -- reading ---------------------------------------------------------------------------
 
     def toDF(self) -> DataFrame:
+        """The table's rows; its columns carry users' metadata (comments), not the log's
+        own (generation expressions, identity, column mapping), as delta-spark's do."""
         df = read_delta(self._spark, self._path)
+        internal = [
+            f for f in df.schema if any(k.startswith(INTERNAL_METADATA) for k in f.metadata)
+        ]
+        if internal:
+            df = df.select(
+                *[
+                    F.col(f"`{f.name}`").alias(f.name, metadata=_users_metadata(f))
+                    if f in internal
+                    else F.col(f"`{f.name}`")
+                    for f in df.schema
+                ]
+            )
         return df.alias(self._alias) if self._alias else df
 
     def alias(self, aliasName: str) -> DeltaTable:
@@ -468,7 +483,7 @@ class DeltaTableBuilder:
                 if not or_create:
                     raise TableNotFoundError(
                         f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {self._name} cannot be "
-                        "replaced as it does not exist. Use DeltaTable.createOrReplace() to "
+                        "replaced as it did not exist. Use DeltaTable.createOrReplace() to "
                         "create it."
                     ) from None
                 with clustering.creating(self._cluster_by):
@@ -494,6 +509,14 @@ class DeltaTableBuilder:
         )
         names.schema_changed(self._spark, location)
         return DeltaTable(self._spark, location)
+
+
+# Field metadata the log keeps for the engine, not shown in the DataFrame a read returns.
+INTERNAL_METADATA = ("delta.generationExpression", "delta.identity.", "delta.columnMapping.")
+
+
+def _users_metadata(field: StructField) -> dict:
+    return {k: v for k, v in field.metadata.items() if not k.startswith(INTERNAL_METADATA)}
 
 
 def _session(spark: SparkSession | None) -> SparkSession:

@@ -13,10 +13,11 @@ from sqlglot.tokens import TokenType
 from headwater.delta.maintenance import optimize as delta_optimize
 from headwater.delta.maintenance import vacuum_restore as maintenance
 from headwater.delta.tables import DeltaTable
-from headwater.sql.context import Context
+from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor
-from headwater.sql.refs import resolve
+from headwater.sql.refs import is_delta, resolve
 from headwater.sql.rewrite import expression_end
+from headwater.sql.text import split
 
 
 def _table(ctx: Context, cur: Cursor, action: str) -> DeltaTable:
@@ -122,3 +123,33 @@ def restore(ctx: Context) -> DataFrame:
         text = ctx.stmt.slice(cur.toks[first], cur.toks[last])
         when = ctx.sql(f"SELECT CAST(({text}) AS STRING)").collect()[0][0]
     return table.restoreToTimestamp(when)
+
+
+def show_tblproperties(ctx: Context) -> DataFrame | object:
+    """``SHOW TBLPROPERTIES t [(key)]`` on a Delta table: its properties and its protocol
+    (``delta.minReaderVersion``, ``delta.minWriterVersion``, ``delta.feature.<name>``), as
+    delta-spark lists them; Spark's catalog mirror knows neither."""
+    # sqlglot reads everything after SHOW as one string: the rest is a statement of its own.
+    cur = Cursor(split(ctx.stmt.tokens[1].text)[0])
+    cur.expect("TBLPROPERTIES")
+    start = cur.i
+    ref = cur.table()
+    if not is_delta(ctx.spark, ref):
+        return PASS
+    cur.i = start  # _table reads the name again, for its errors
+    detail = _table(ctx, cur, "SHOW TBLPROPERTIES").detail().first()
+    assert detail is not None  # detail() is one row
+    rows = dict(detail.properties)
+    rows["delta.minReaderVersion"] = str(detail.minReaderVersion)
+    rows["delta.minWriterVersion"] = str(detail.minWriterVersion)
+    if detail.minWriterVersion >= 7:
+        rows.update({f"delta.feature.{f}": "supported" for f in detail.tableFeatures})
+    if cur.accept_type(TokenType.L_PAREN):
+        words = []
+        while not cur.done and not cur.accept_type(TokenType.R_PAREN):
+            tok = cur.next()
+            words.append(tok.text)
+        key = "".join(words)
+        rows = {key: rows.get(key, f"Table {ref} does not have property: {key}")}
+    cur.expect_end()
+    return ctx.spark.createDataFrame(list(rows.items()), "key string, value string")
