@@ -54,7 +54,6 @@ SKIP: dict[str, str] = {
 # Tests headwater's engine does not pass yet: strict, so a fix shows up as XPASS.
 _T = "test_deltatable.py::DeltaTableTests::"
 XFAIL: dict[str, str] = {
-    _T + "test_addFeatureSupport": "featureName's type error is not delta-spark's ValueError",
     _T + "test_create_table_geo_types": "geometry / geography column types are not supported",
     _T + "test_dropFeatureSupport": "test-only removable features of delta-spark unknown",
     "test_sql.py::DeltaSqlTests::test_ddls": "ALTER TABLE ... CHANGE COLUMN ... AFTER",

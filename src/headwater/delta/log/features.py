@@ -122,8 +122,11 @@ def add_feature(path: str, name: str) -> int:
             f"Table feature '{feature}' has rules headwater's commits do not keep yet; a table "
             "listing it could no longer be written by headwater. Add it with delta-spark."
         )
-    current = DeltaLog(path).snapshot().protocol
+    snapshot = DeltaLog(path).snapshot()
+    current = snapshot.protocol
     readers, writers = _as_table_features(current)
+    if feature in writers:  # already supported (a legacy protocol implies it): no commit
+        return snapshot.version
     if feature in READER_WRITER:
         readers.add(feature)
     writers.add(feature)
