@@ -18,8 +18,7 @@ REPO = SRC.parents[1]
 # upstream's files, not ours to split.
 VENDORED = set((REPO / "tests" / "delta_spark_suite").glob("test_*.py"))
 CAPPED = sorted(
-    {*SRC.rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "bench").glob("*.py")}
-    - VENDORED
+    {*SRC.rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "bench").glob("*.py")} - VENDORED
 )
 
 
