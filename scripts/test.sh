@@ -30,7 +30,7 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # starved (the delta-spark tier took 50 min instead of 12) and loaded the main suite's
 # Python workers into timeouts. Beside each other they fit. Skipped when the arguments name tests;
 # HEADWATER_TIERS="" skips them too.
-TIERS="${HEADWATER_TIERS-delta-spark kafka}"
+TIERS="${HEADWATER_TIERS-delta-spark on-delta-spark kafka}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
 done

@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 die() { echo "tier.sh: $*" >&2; exit 2; }
 
 TIER="${1:-}"
-[ -n "$TIER" ] || die "name a tier: delta-spark kafka"
+[ -n "$TIER" ] || die "name a tier: delta-spark on-delta-spark kafka"
 shift
 case "$TIER" in
   delta-spark)
@@ -34,6 +34,25 @@ case "$TIER" in
     JAR_TIERS=(delta-spark)
     TESTS=(tests/engines)
     ;;
+  on-delta-spark)
+    # The main suite's tests, unchanged, on the delta-spark engine (the session fixture's
+    # headwater.session() reads HEADWATER_DELTA_ENGINE): pipelines with expectations,
+    # quarantine, AUTO CDC and refresh kinds, a SIGKILLed update, Auto Loader; and
+    # tests/on_delta_spark. Same venv and jars as delta-spark, beside which it runs.
+    VENV_OF=delta-spark
+    PIP_ARGS=(-e ".[test,delta-spark]" "pyspark==4.2.0")
+    JAR_TIERS=(delta-spark)
+    export HEADWATER_DELTA_ENGINE=delta-spark
+    TESTS=(
+      tests/on_delta_spark
+      tests/pipelines/test_expectations.py
+      "tests/pipelines/test_auto_cdc_scd1.py::test_scd1_delete_leaves_a_tombstone_and_a_newer_upsert_brings_the_key_back"
+      "tests/pipelines/test_auto_cdc_scd2.py::test_scd2_late_events_split_close_and_reopen_history"
+      "tests/pipelines/test_auto_cdc_snapshots.py::test_snapshots_from_a_function_apply_in_version_order_once"
+      "tests/pipelines/test_updates.py::test_full_refresh_clears_the_table_and_reprocesses_every_file"
+      tests/pipelines/test_crash.py
+    )
+    ;;
   kafka)
     # Spark's Kafka connector is published for Spark's exact version (4.2.0 is the newest
     # served); confluent-kafka makes topics and produces from the tests.
@@ -41,19 +60,23 @@ case "$TIER" in
     JAR_TIERS=(kafka kafka-broker)
     TESTS=(tests/kafka)
     ;;
-  *) die "no tier '$TIER' (tiers: delta-spark kafka)" ;;
+  *) die "no tier '$TIER' (tiers: delta-spark on-delta-spark kafka)" ;;
 esac
 
 command -v java >/dev/null 2>&1 || die "Java is missing: run scripts/setup.sh first (it installs Java 17)"
 
-VENV=".venv-$TIER"
+VENV=".venv-${VENV_OF:-$TIER}"
 PY=${PYTHON:-python3}
+# Tiers sharing a venv run side by side: one installs, the other waits for it.
+mkdir -p "$VENV"
+exec 8>"$VENV.lock"
+flock 8
 if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV"
   "$PY" -m venv "$VENV"
 fi
 STAMP="$VENV/.headwater-install-stamp"
-WANT="$(cat pyproject.toml "$0" | sha256sum | cut -d' ' -f1) $(pwd) $("$VENV/bin/python" -V 2>&1)"
+WANT="$(cat pyproject.toml | sha256sum | cut -d' ' -f1) ${PIP_ARGS[*]} $(pwd) $("$VENV/bin/python" -V 2>&1)"
 if [ -n "${HEADWATER_REINSTALL:-}" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ] \
   || ! "$VENV/bin/python" -c "import headwater" >/dev/null 2>&1; then
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
@@ -61,6 +84,7 @@ if [ -n "${HEADWATER_REINSTALL:-}" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")"
   "$VENV/bin/python" -m pip install -q "${PIP_ARGS[@]}"
   echo "$WANT" > "$STAMP"
 fi
+flock -u 8
 
 echo "== JVM jars of the $TIER tier (jars/pom.xml; fetched once, then from the cache)"
 bash scripts/fetch-jars.sh "${JAR_TIERS[@]}" >/dev/null

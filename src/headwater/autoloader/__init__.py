@@ -77,7 +77,21 @@ def run_with_schema_evolution(
             query.awaitTermination()
             return query
         except StreamingQueryException as e:
-            if "UNKNOWN_FIELD_EXCEPTION" not in str(e) or attempt == max_restarts:
+            if not _new_columns(e) or attempt == max_restarts:
                 raise
             log.warning("schema changed; restarting the stream (%d/%d)", attempt + 1, max_restarts)
     raise AssertionError("unreachable")
+
+
+def _new_columns(error: BaseException) -> bool:
+    """Whether Auto Loader stopped the stream for new columns: said by the error, or by
+    one it wraps (delta-spark's sink reports it as the cause of a failed task write)."""
+    seen: BaseException | None = error
+    for _ in range(10):
+        if seen is None:
+            return False
+        text = str(seen) + str(getattr(seen, "_stackTrace", "") or "")
+        if "UNKNOWN_FIELD_EXCEPTION" in text:
+            return True
+        seen = getattr(seen, "_cause", None) or seen.__cause__
+    return False

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from headwater import api, storage
+from headwater import api, engines, storage
 from headwater.copyinto import record
 from headwater.copyinto.plan import (
     FilePlan,
@@ -94,6 +94,7 @@ def copy_into(
     load, as DDL); ``n`` returns the first ``n`` rows as they would be loaded. Problems are
     raised, as the load would raise them.
     """
+    engines.require_headwater(spark, "COPY INTO")  # its load record rides in our commit
     spec = parse(
         source, file_format, select=select, columns=columns, by_position=by_position,
         files=files, pattern=pattern, format_options=format_options,

@@ -71,3 +71,14 @@ def of(spark: SparkSession) -> Engine:
 
 def record(spark: SparkSession, engine: Engine) -> None:
     setattr(spark, _ATTRIBUTE, engine)
+
+
+def require_headwater(spark: SparkSession, what: str) -> None:
+    """Refuse ``what`` on a delta-spark session, naming the engine that has it."""
+    if of(spark) == DELTA_SPARK:
+        from headwater.errors import EngineUnsupportedError
+
+        raise EngineUnsupportedError(
+            f"{what} runs on headwater's Delta engine, and this session runs delta-spark. "
+            "Build the session with headwater.session(delta_engine='headwater') for it."
+        )

@@ -254,6 +254,8 @@ def _added_functions(spark: SparkSession, text: str, args: Args, orig: SqlFn) ->
         stmts = split(text)
     except SqlError:
         return orig(spark, text, args)
+    if any(classify(s) == "copy_into" for s in stmts):
+        engines.require_headwater(spark, "COPY INTO")
     if len(stmts) != 1 or not has_candidates(stmts[0].tokens, only_functions=True):
         return orig(spark, text, args)
     stmt = stmts[0]
