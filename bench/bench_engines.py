@@ -229,7 +229,9 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None, running: dict[str, Peer] | None = None) -> dict:
+    """``running``: both engines' processes already started (the tier's smoke test passes
+    its own, so the check costs no JVM start); else started and stopped here."""
     args = parse_args(argv)
     run_dir = make_run_dir(args.workdir, "bench-engines-")
     # Both children take their driver memory from here (headwater's session sets the same).
@@ -237,10 +239,11 @@ def main(argv: list[str] | None = None) -> dict:
     # Python workers of this venv on both (headwater's session sets it; Auto Loader's
     # source imports headwater in delta-spark's workers too).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    peers = {name: Peer.start(name, run_dir) for name in ENGINES}
+    peers = running or {name: Peer.start(name, run_dir) for name in ENGINES}
     try:
         for peer in peers.values():
-            peer.wait_ready()
+            if running is None:
+                peer.wait_ready()
         versions = {
             name: peer.call(work.configure, args.shuffle_partitions) for name, peer in peers.items()
         }
@@ -250,7 +253,8 @@ def main(argv: list[str] | None = None) -> dict:
         results = run_operations(peers, run_dir, sizes, "run")
     finally:
         for peer in peers.values():
-            peer.stop()
+            if running is None:
+                peer.stop()
         remove_run_dir(run_dir, args.keep)
     report = {
         "arguments": vars(args),

@@ -64,6 +64,9 @@ class Peer:
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+            # Python workers of this venv on both engines: headwater's cloudFiles source
+            # runs in delta-spark's workers too.
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
         }
         with open(log, "wb") as out:
             proc = subprocess.Popen(

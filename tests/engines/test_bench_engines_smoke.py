@@ -5,36 +5,34 @@ run proves the benchmark still works on the tier's stack."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# Two JVMs start on two cores and each operation runs cold on both engines: most of the
-# time is Spark's and delta-spark's first-call cost, not the rows.
-TIMEOUT = 420
 
 
-def test_the_engine_benchmark_prints_a_ratio_for_every_operation(tmp_path):
+def test_the_engine_benchmark_prints_a_ratio_for_every_operation(engines, tmp_path):
+    """On the tier's own two engine processes (no JVM of its own to start), with their
+    shuffle partitions (2) so later tests run as before."""
     sys.path.insert(0, str(REPO / "bench"))
     try:
-        from bench_engines import OPERATIONS
+        import bench_engines
     finally:
         sys.path.remove(str(REPO / "bench"))
-    done = subprocess.run(
-        [sys.executable, "bench/bench_engines.py", "--smoke", "--workdir", str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    for name in OPERATIONS.values():
+    out = io.StringIO()
+    argv = ["--smoke", "--workdir", str(tmp_path), "--shuffle-partitions", "2"]
+    with contextlib.redirect_stdout(out):
+        report = bench_engines.main(argv, running=engines)
+    printed = out.getvalue()
+    assert set(report["results"]) >= set(bench_engines.OPERATIONS)
+    for name in bench_engines.OPERATIONS.values():
         row = re.search(
             rf"^\| {re.escape(name)}\s*\|\s*[\d.]+\s*\|\s*[\d.]+\s*\|\s*(\d+\.\d\d)\s*\|",
-            done.stdout,
+            printed,
             re.MULTILINE,
         )
-        assert row, f"no ratio for {name!r} in:\n{done.stdout}"
+        assert row, f"no ratio for {name!r} in:\n{printed}"
         assert float(row.group(1)) > 0
