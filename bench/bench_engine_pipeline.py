@@ -1,0 +1,119 @@
+"""One pipeline update on each Delta engine, same data, one run: headwater's engine against
+delta-spark, on pyspark 4.2 (the delta-spark tier's venv).
+
+The update is the medallion demo's (``headwater demo``): JSON files land, Auto Loader ingests
+them into bronze with a quarantine expectation, silver and gold follow (a streaming join and
+a materialized view). Each engine runs in a process of its own (the two cannot share a JVM),
+twice: the first update (tables created) and a second over one more landing of files
+(incremental). The time is the update's own, as the pipeline reports it (``UpdateResult``),
+not the JVM's start; both engines must agree on every table's row count.
+
+    .venv-delta-spark/bin/python bench/bench_engine_pipeline.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+
+from _common import (
+    header_lines,
+    make_run_dir,
+    markdown_table,
+    parse_bench_args,
+    remove_run_dir,
+    write_report,
+)
+
+ENGINES = ("headwater", "delta-spark")
+
+# The child: the demo's landing and pipeline, run twice; prints the two updates' seconds and
+# the tables' counts as JSON.
+CHILD = textwrap.dedent(
+    """
+    import json, random, sys, time
+    from pathlib import Path
+    import headwater
+    from headwater import demo, pipelines
+    engine, root, master = sys.argv[1:4]
+    root = Path(root)
+    spark = headwater.session("bench-" + engine, master=master,
+                              warehouse=str(root / "warehouse"), delta_engine=engine)
+    seconds = []
+    for run_no in (1, 2):
+        demo.land_files(root / "landing", run_no, random.Random(run_no))
+        demo.write_pipeline(root / "pipeline", root / "landing")
+        result = pipelines.run(root / "pipeline", spark)
+        assert result.ok, [r.name for r in result.failed()]
+        seconds.append(result.seconds)
+    counts = {t: spark.table(t).count() for t in demo.TABLES}
+    print("RESULT " + json.dumps({"seconds": seconds, "counts": counts}), flush=True)
+    """
+)
+
+
+def run_engine(engine: str, root: str, master: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, engine, root, master],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    raise RuntimeError(f"{engine}: the update did not finish:\n{done.stderr[-3000:]}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_bench_args(argparse.ArgumentParser(description=__doc__.split("\n")[0]), argv)
+    run_dir = make_run_dir(args.workdir, "bench-engine-pipeline-")
+    best: dict[str, dict] = {}
+    try:
+        for attempt in range(args.repeat):
+            for engine in ENGINES if attempt % 2 == 0 else ENGINES[::-1]:
+                found = run_engine(engine, str(run_dir / f"{engine}-{attempt}"), args.master)
+                kept = best.get(engine)
+                if kept is None or sum(found["seconds"]) < sum(kept["seconds"]):
+                    best[engine] = found
+    finally:
+        remove_run_dir(run_dir, args.keep)
+    if best["headwater"]["counts"] != best["delta-spark"]["counts"]:
+        raise RuntimeError(f"the engines disagree: {best}")
+    ours, theirs = best["headwater"]["seconds"], best["delta-spark"]["seconds"]
+    rows = [
+        [label, f"{a:.1f}", f"{b:.1f}", f"{a / b:.2f}"]
+        for label, a, b in (
+            ("first update (tables created)", ours[0], theirs[0]),
+            ("second update (new files only)", ours[1], theirs[1]),
+        )
+    ]
+    env = {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "mem_total": f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.1f} GiB",
+        "python": platform.python_version(),
+        "pyspark": importlib.metadata.version("pyspark"),
+        "delta-spark": importlib.metadata.version("delta-spark"),
+        "spark_master": args.master,
+    }
+    lines = header_lines(env, versions=("pyspark", "delta-spark")) + [""]
+    lines += markdown_table(
+        [["update", "headwater (s)", "delta-spark (s)", "ratio"], *rows], right_aligned=(1, 2, 3)
+    )
+    lines += ["", f"rows per table (same on both): {best['headwater']['counts']}"]
+    report = {"env": env, "best": best}
+    write_report(report, "\n".join(lines), args.json_out)
+    return report
+
+
+if __name__ == "__main__":
+    main()
