@@ -45,7 +45,10 @@ case "$TIER" in
     export HEADWATER_DELTA_ENGINE=delta-spark
     TESTS=(
       tests/on_delta_spark
-      tests/pipelines/test_expectations.py
+      tests/pipelines/test_expectations.py::test_warn_drop_and_quarantine_on_a_streaming_table_count_every_rule
+      tests/pipelines/test_expectations.py::test_materialized_view_and_view_expectations
+      tests/pipelines/test_expectations.py::test_fail_stops_the_flow_atomically_skips_downstream_and_rerun_continues
+      tests/pipelines/test_expectations.py::test_sql_constraints_on_tables_views_and_materialized_views
       "tests/pipelines/test_auto_cdc_scd1.py::test_scd1_delete_leaves_a_tombstone_and_a_newer_upsert_brings_the_key_back"
       "tests/pipelines/test_auto_cdc_scd2.py::test_scd2_late_events_split_close_and_reopen_history"
       "tests/pipelines/test_auto_cdc_snapshots.py::test_snapshots_from_a_function_apply_in_version_order_once"

@@ -73,3 +73,16 @@ def test_a_local_delta_spark_session_keeps_its_names_in_the_warehouse(tmp_path):
     # a metastore the user chose, or a remote warehouse: left alone
     assert jars.metastore_conf(str(tmp_path), {"spark.hadoop.hive.metastore.uris": "x"}) == {}
     assert jars.metastore_conf("s3://bucket/w", {}) == {}
+
+
+def test_a_metastore_whose_creation_a_crash_cut_short_is_set_aside(tmp_path):
+    half = tmp_path / "metastore_db"
+    (half / "seg0").mkdir(parents=True)  # what Derby leaves when killed while creating
+    jars.metastore_conf(str(tmp_path), {})
+    assert not half.exists()
+    assert [p.name.split("-")[0] for p in tmp_path.iterdir()] == ["metastore_db.unfinished"]
+    whole = tmp_path / "metastore_db"
+    whole.mkdir()
+    (whole / "service.properties").write_text("")  # a created database stays
+    jars.metastore_conf(str(tmp_path), {})
+    assert whole.exists()

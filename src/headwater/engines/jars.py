@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import uuid
 
 from headwater import storage
 from headwater.errors import OptionError
@@ -65,6 +66,7 @@ def metastore_conf(warehouse: str, existing: dict[str, str]) -> dict[str, str]:
     if any(key in existing for key in chosen) or storage.is_remote(warehouse):
         return {}
     folder = storage_paths.local_path(warehouse)
+    set_aside_unfinished_metastore(storage.join(folder, "metastore_db"))
     java = existing.get("spark.driver.extraJavaOptions", "")
     return {
         "spark.sql.catalogImplementation": "hive",
@@ -73,3 +75,14 @@ def metastore_conf(warehouse: str, existing: dict[str, str]) -> dict[str, str]:
         ),
         "spark.driver.extraJavaOptions": f"{java} -Dderby.stream.error.file={folder}/derby.log",
     }
+
+
+def set_aside_unfinished_metastore(database: str) -> None:
+    """A Derby database whose creation a crash cut short (``kill -9`` while the first
+    session started) is a folder without ``service.properties``: Derby then refuses to
+    create it again ("Directory ... already exists") and every later session fails. It holds
+    no name yet; it is moved aside, kept for a look, and created anew."""
+    if storage.is_dir(database) and not storage.exists(
+        storage.join(database, "service.properties")
+    ):
+        storage.move(database, f"{database}.unfinished-{uuid.uuid4().hex[:8]}")
