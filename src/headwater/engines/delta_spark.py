@@ -271,8 +271,10 @@ class DeltaSparkTable:
         log = DeltaLog(self.location)
         return log.latest_version() if log.exists() else None
 
-    def _schema(self) -> StructType:
-        return self.read().schema
+    def _schema(self) -> str:
+        """The table's schema as its log states it: a read of the log, not a Spark query
+        (this runs around every write)."""
+        return DeltaLog(self.location).snapshot().metadata.schema_string
 
     def _metrics(self, version: int) -> dict[str, str]:
         info = DeltaLog(self.location).read_commit(version).info
@@ -290,7 +292,7 @@ class DeltaSparkTable:
         action: Callable[[], object],
         txn: tuple[str, int] | None = None,
         user_metadata: str | None = None,
-        schema_before: StructType | None = None,
+        schema_before: str | None = None,
     ) -> MergeResult:
         before = self._latest()
         with _session_settings(self.spark, txn, user_metadata):
