@@ -296,6 +296,9 @@ def latency_run(
     finally:
         query.stop()
         watcher.stop()
+    durations = [
+        p["durationMs"]["triggerExecution"] for p in query.recentProgress if p["numInputRows"] > 0
+    ]
     latency = visible_latencies(sink, out, watcher.seen)
     missing = [i for i in steady.ids if i not in latency]
     if missing:
@@ -310,6 +313,7 @@ def latency_run(
         "max_ms": values[-1],
         "mean_ms": statistics.fmean(values),
         "entries": len({latency[i][1] for i in steady.ids}),
+        "batch_ms": statistics.median(durations) if durations else 0.0,
     }
 
 

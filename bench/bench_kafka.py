@@ -197,7 +197,7 @@ def format_report(report: dict) -> str:
         f"latency, produce -> visible ({args['trigger']} trigger, {args['rate']:,} msg/s "
         f"for {args['seconds']:g} s):",
     ]
-    table = [("sink", "messages", "p50 (ms)", "p99 (ms)", "max (ms)", "log entries")]
+    table = [("sink", "messages", "p50 (ms)", "p99 (ms)", "max (ms)", "log entries", "batch (ms)")]
     for sink, found in latency.items():
         table.append(
             (
@@ -207,9 +207,10 @@ def format_report(report: dict) -> str:
                 f"{found['p99_ms']:.0f}",
                 f"{found['max_ms']:.0f}",
                 str(found["entries"]),
+                f"{found['batch_ms']:.0f}",
             )
         )
-    lines += markdown_table(table, right_aligned=(1, 2, 3, 4, 5))
+    lines += markdown_table(table, right_aligned=(1, 2, 3, 4, 5, 6))
     return "\n".join(lines)
 
 
