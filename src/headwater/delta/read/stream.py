@@ -81,10 +81,19 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.change_feed = cdf.requested(options)
         self.available_now_target: int | None = None
         self._files_cache: dict[tuple[int, bool], list[FileTask]] = {}
+        self._initial: dict | None = None
 
     # -- offsets ---------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
+        """Taken once: Spark asks again when it runs the first batch it planned, and a
+        commit landing in between must not move the start (the snapshot's rows would be
+        skipped: the batch would run from past its own end)."""
+        if self._initial is None:
+            self._initial = self._initial_offset()
+        return self._initial
+
+    def _initial_offset(self) -> dict:
         if self.starting_version is not None:
             if str(self.starting_version).lower() == "latest":
                 return Position(self.log.latest_version() + 1, 0, False).to_offset()
