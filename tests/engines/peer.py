@@ -8,7 +8,8 @@ environment), started once per test session: ``Peer.start("headwater" | "delta-s
 
 The test process sends a module-level function of a test module (by file and name) and
 plain arguments; the child calls it with its SparkSession and sends back the result, rows
-turned into tuples, or the error it raised as its class names and first line. Tests write
+turned into tuples, or the error it raised as its class names and first line (for an error
+of the JVM's, its Java class name is the last of them and the message is the JVM's). Tests write
 each operation once, as a function of ``spark``, and run it on either engine.
 
 Run as a script (``python tests/engines/peer.py <engine> <warehouse> <fd>``) it is the
@@ -223,7 +224,12 @@ def serve(engine: str, warehouse: str, fd: int) -> None:
             conn.send(("ok", plain(getattr(modules[file], name)(spark, *args))))
         except Exception as exc:  # the test process decides what an error means
             kinds = [c.__name__ for c in type(exc).__mro__ if c is not object]
-            conn.send(("error", kinds, first_line(exc)))
+            message = first_line(exc)
+            java = getattr(exc, "java_exception", None)
+            if java is not None:  # a Py4JJavaError: the JVM's exception says what it was
+                kinds.append(java.getClass().getName())
+                message = first_line(Exception(java.getMessage() or ""))
+            conn.send(("error", kinds, message))
     spark.stop()
 
 
