@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,6 +153,15 @@ class Broker:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=STOP_TIMEOUT)
 
+    def restart(self, kill: bool = False) -> float:
+        """Stop the broker (SIGTERM, or SIGKILL as a crash) and start it again on the same
+        ports, properties and log dir, as a supervisor restarting it does; returns the
+        seconds it was away (from the stop to answering metadata again)."""
+        began = time.monotonic()
+        self.stop(kill=kill)
+        self.start()
+        return time.monotonic() - began
+
     def log_tail(self, lines: int = 40) -> str:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
@@ -203,9 +212,12 @@ class Broker:
         key=None,
         partition: int | None = None,
         headers: list[tuple[str, bytes]] | None = None,
+        timestamp: Callable[[int], int] | None = None,
     ) -> int:
         """Produce ``values`` and wait until every one is acknowledged; returns how many.
-        ``key``: None, one key for all, or a function of the value's index."""
+        ``key``: None, one key for all, or a function of the value's index; ``timestamp``:
+        a function of the index giving the record's create time in epoch milliseconds
+        (default: the time it is produced)."""
         producer = self.producer()
         errors: list = []
 
@@ -216,6 +228,8 @@ class Broker:
         count = 0
         for i, value in enumerate(values):
             extra = {} if partition is None else {"partition": partition}
+            if timestamp is not None:
+                extra["timestamp"] = timestamp(i)
             producer.produce(
                 topic, value=value, key=key(i) if callable(key) else key,
                 headers=headers, on_delivery=delivered, **extra,

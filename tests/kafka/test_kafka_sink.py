@@ -85,6 +85,21 @@ def want(start: int, stop: int) -> list[tuple[str, dict]]:
     return [(str(i), {"id": i, "item": f"item-{i}", "cents": i * 10}) for i in range(start, stop)]
 
 
+def stream_to_topic(frame, broker, topic: str, checkpoint: Path) -> None:
+    """Stream ``frame`` to ``topic`` with Spark's Kafka sink up to what its source holds
+    now (``availableNow``)."""
+    query = (
+        frame.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None, query.exception()
+
+
 def test_write_stream_from_a_delta_table_to_a_topic(spark, broker, tmp_path):
     """``writeStream.format("kafka")`` from a headwater Delta table (availableNow, twice);
     the second run sends only the rows appended since."""
@@ -93,17 +108,9 @@ def test_write_stream_from_a_delta_table_to_a_topic(spark, broker, tmp_path):
     orders(spark, 0, 30).write.format("delta").save(path)
 
     def run() -> None:
-        query = (
-            as_records(spark.readStream.format("delta").load(path))
-            .writeStream.format("kafka")
-            .option("kafka.bootstrap.servers", broker.bootstrap)
-            .option("topic", topic)
-            .option("checkpointLocation", str(tmp_path / "chk"))
-            .trigger(availableNow=True)
-            .start()
+        stream_to_topic(
+            as_records(spark.readStream.format("delta").load(path)), broker, topic, tmp_path / "chk"
         )
-        query.awaitTermination(180)
-        assert query.exception() is None, query.exception()
 
     run()
     assert sorted(consume(broker, topic, 30), key=lambda r: r[1]["id"]) == want(0, 30)
@@ -317,3 +324,48 @@ def test_sigkill_of_a_stream_to_kafka_is_at_least_once(spark, broker, tmp_path):
     assert len({i // CHUNK for i in twice}) <= len(cut), (sorted(twice), cut)
     print(f"\n[kafka] sink: {SINK_KILLS} kills cut batches {cut} short; {len(got)} records "
           f"for {total} rows, {len(twice)} sent twice")  # fmt: skip
+
+
+def test_write_stream_with_partition_and_headers_columns(spark, broker, tmp_path):
+    """A ``partition`` column sends each row to the partition it names (not the key's
+    hash) and a ``headers`` column becomes the record's headers; read back with Spark's
+    batch Kafka reader."""
+    from pyspark.sql import functions as F
+
+    topic = broker.create_topic(f"routed_{uuid.uuid4().hex[:8]}", partitions=3)
+    path = str(tmp_path / "orders")
+    orders(spark, 0, 24).write.format("delta").save(path)
+    headers = F.array(
+        F.struct(F.lit("item").alias("key"), F.col("item").cast("binary").alias("value")),
+        F.struct(
+            F.lit("cents").alias("key"), F.col("cents").cast("string").cast("binary").alias("value")
+        ),
+    )
+    rows = (
+        spark.readStream.format("delta")
+        .load(path)
+        .select(
+            F.col("id").cast("string").alias("key"),
+            F.to_json(F.struct("id", "item", "cents")).alias("value"),
+            (F.col("id") * 2 % 3).cast("int").alias("partition"),
+            headers.alias("headers"),
+        )
+    )
+    stream_to_topic(rows, broker, topic, tmp_path / "chk")
+
+    back = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", topic)
+        .option("includeHeaders", "true")
+        .load()
+        .collect()
+    )
+    assert sorted(int(r.key) for r in back) == list(range(24))
+    for r in back:
+        i = int(r.key)
+        assert r.partition == i * 2 % 3, (i, r.partition)
+        assert [(h.key, bytes(h.value)) for h in r.headers] == [
+            ("item", f"item-{i}".encode()),
+            ("cents", str(i * 10).encode()),
+        ]
