@@ -38,13 +38,15 @@ case "$TIER" in
     # The main suite's tests, unchanged, on the delta-spark engine (the session fixture's
     # headwater.session() reads HEADWATER_DELTA_ENGINE): pipelines with expectations,
     # quarantine, AUTO CDC and refresh kinds, a SIGKILLed update, Auto Loader; and
-    # tests/on_delta_spark. Same venv and jars as delta-spark, beside which it runs.
+    # tests/on_delta_spark; and delta-spark's own Python suite (tests/delta_spark_suite,
+    # upstream's tests as they are on this engine). Same venv and jars as delta-spark.
     VENV_OF=delta-spark
     PIP_ARGS=(-e ".[test,delta-spark]" "pyspark==4.2.0")
     JAR_TIERS=(delta-spark)
     export HEADWATER_DELTA_ENGINE=delta-spark
     TESTS=(
       tests/on_delta_spark
+      tests/delta_spark_suite
       tests/pipelines/test_expectations.py::test_warn_drop_and_quarantine_on_a_streaming_table_count_every_rule
       tests/pipelines/test_expectations.py::test_materialized_view_and_view_expectations
       tests/pipelines/test_expectations.py::test_fail_stops_the_flow_atomically_skips_downstream_and_rerun_continues

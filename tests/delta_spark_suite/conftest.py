@@ -1,11 +1,16 @@
-"""delta-spark's own tests on headwater's engine: the shared session, and the tests that
-cannot or do not yet pass, each with its reason (the vendored modules stay unchanged)."""
+"""delta-spark's own tests on the session's engine: the shared session, and on headwater's
+engine the tests that cannot or do not yet pass, each with its reason (the vendored modules
+stay unchanged). On delta-spark (``$HEADWATER_DELTA_ENGINE``, see ``engine.py``) every test
+runs as upstream's, except the few listed for it below (a session of their own, test-only
+table features)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from delta_spark_suite.engine import ON_DELTA_SPARK
 
 HERE = Path(__file__).resolve().parent
 
@@ -39,15 +44,26 @@ SKIP: dict[str, str] = {
             "test_convert_exception_is_patched",
         )
     },
-    **{
-        f"test_pip_utils.py::{cls}::test_maven_jar_loaded": (
-            f"{_JVM}: configure_spark_with_delta_pip fetches delta-spark's Maven jars "
-            "into a session of its own"
-        )
-        for cls in ("PipUtilsTests", "PipUtilsCustomJarsTests")
-    },
     "test_deltatable.py::DeltaTableTests::test_verify_paritionedBy_compatibility": (
         f"{_JVM}: calls partitionedBy on the py4j builder (builder._jbuilder) with a JVM Seq"
+    ),
+}
+
+# Tests that build and stop a SparkSession of their own (upstream runs each module in a
+# process of its own), which here would stop the one session every other test uses.
+OWN_SESSION: dict[str, str] = {
+    f"test_pip_utils.py::{cls}::test_maven_jar_loaded": (
+        "configure_spark_with_delta_pip builds a session with delta-spark's Maven jars and "
+        "stops it: upstream runs this module in a process of its own"
+    )
+    for cls in ("PipUtilsTests", "PipUtilsCustomJarsTests")
+}
+
+# On delta-spark: table features delta-spark registers only in its own test build.
+DELTA_SPARK_SKIP: dict[str, str] = {
+    "test_deltatable.py::DeltaTableTests::test_dropFeatureSupport": (
+        "adds testRemovableWriter / testReaderWriter, table features that exist only in "
+        "delta-spark's test build, not in its published jars"
     ),
 }
 
@@ -77,11 +93,13 @@ def headwater_session(request, spark):
 
 
 def pytest_collection_modifyitems(items):
+    skip = {**OWN_SESSION, **(DELTA_SPARK_SKIP if ON_DELTA_SPARK else SKIP)}
+    xfail = {} if ON_DELTA_SPARK else XFAIL
     for item in items:
         if item.path.parent != HERE:
             continue
         key = item.nodeid.split(f"{HERE.name}/", 1)[-1]
-        if key in SKIP:
-            item.add_marker(pytest.mark.skip(reason=SKIP[key]))
-        elif key in XFAIL:
-            item.add_marker(pytest.mark.xfail(reason=XFAIL[key], strict=True))
+        if key in skip:
+            item.add_marker(pytest.mark.skip(reason=skip[key]))
+        elif key in xfail:
+            item.add_marker(pytest.mark.xfail(reason=xfail[key], strict=True))

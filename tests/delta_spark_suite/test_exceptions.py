@@ -17,7 +17,7 @@
 from typing import Any, Callable, TYPE_CHECKING
 import unittest
 
-import headwater.delta.exceptions as exceptions
+import delta_spark_suite.delta_exceptions as exceptions
 
 from delta_spark_suite.testing import DeltaTestCase
 from pyspark.sql.utils import AnalysisException, IllegalArgumentException

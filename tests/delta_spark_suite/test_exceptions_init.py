@@ -22,7 +22,7 @@ from pyspark.util import is_remote_only
 # Import delta, not delta.exceptions / delta.exceptions.captured - run-tests.py runs this file in
 # its own process, and captured is imported only via the import delta -> tables -> delta.exceptions
 # chain, so this verifies that wiring installs the conversion.
-import headwater.delta as delta  # noqa: F401
+import delta_spark_suite.delta_package as delta  # noqa: F401
 
 
 class DeltaClassicExceptionConversionInstalledTests(unittest.TestCase):

@@ -21,7 +21,7 @@ import unittest
 from typing import List, Optional
 
 from pyspark.sql import SparkSession
-import headwater.delta as delta
+import delta_spark_suite.delta_package as delta
 
 
 class PipUtilsTests(unittest.TestCase):

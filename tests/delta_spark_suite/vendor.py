@@ -4,7 +4,9 @@
 
 Without a git dir it clones the pinned tag (shallow) into a temporary folder. Each module is
 written byte-identical to upstream except the import lines in ``IMPORTS``: delta-spark's
-package becomes headwater's, and delta-spark's test base (a SparkSession of its own with
+package becomes this folder's ``delta_package`` / ``delta_tables`` / ``delta_exceptions``
+(the engine the suite runs on: headwater's or delta-spark's own, see ``engine.py``), and
+delta-spark's test base (a SparkSession of its own with
 delta-spark's jars) becomes this folder's (the test process's one headwater session). The
 script fails when an upstream import line it expects is missing, so a new upstream version
 is re-read by a person, not silently half-rewritten.
@@ -26,20 +28,20 @@ OUR_BASE = "from delta_spark_suite.testing import DeltaTestCase\n"
 IMPORTS: dict[str, dict[str, str]] = {
     "test_deltatable.py": {
         "from delta.tables import DeltaTable, DeltaTableBuilder, DeltaOptimizeBuilder, "
-        "IdentityGenerator\n": "from headwater.delta.tables import DeltaTable, "
+        "IdentityGenerator\n": "from delta_spark_suite.delta_tables import DeltaTable, "
         "DeltaTableBuilder, DeltaOptimizeBuilder, IdentityGenerator\n",
         BASE: OUR_BASE,
     },
     "test_sql.py": {BASE: OUR_BASE},
     "test_exceptions.py": {
-        "import delta.exceptions as exceptions\n": "import headwater.delta.exceptions as "
+        "import delta.exceptions as exceptions\n": "import delta_spark_suite.delta_exceptions as "
         "exceptions\n",
         BASE: OUR_BASE,
     },
     "test_exceptions_init.py": {
-        "import delta  # noqa: F401\n": "import headwater.delta as delta  # noqa: F401\n",
+        "import delta  # noqa: F401\n": "import delta_spark_suite.delta_package as delta  # noqa: F401\n",
     },
-    "test_pip_utils.py": {"import delta\n": "import headwater.delta as delta\n"},
+    "test_pip_utils.py": {"import delta\n": "import delta_spark_suite.delta_package as delta\n"},
 }
 
 

@@ -166,6 +166,10 @@ def delta_spark_session(warehouse: str):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        # As delta-spark's own test base: its cluster-sized defaults (a snapshot in 50
+        # tasks, VACUUM's listing in up to 10000) cost seconds per operation on 2 cores.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
     )

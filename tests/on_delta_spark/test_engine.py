@@ -33,6 +33,28 @@ def test_the_session_runs_delta_spark_and_headwater_stands_aside(spark, tmp_path
     assert headwater.install(spark) is spark and engines.of(spark) == engines.DELTA_SPARK
 
 
+def test_a_local_session_sizes_delta_spark_jobs_to_its_task_slots(spark, tmp_path):
+    """delta-spark's cluster defaults (50 snapshot partitions, VACUUM listing in up to 10000
+    tasks) made its own VACUUM test take 105 s here; local[2] gets one task per slot."""
+    from headwater.session import LOCAL_DELTA_SPARK_PARALLELISM
+
+    assert [spark.conf.get(key) for key in LOCAL_DELTA_SPARK_PARALLELISM] == ["2", "2"]
+    path = str(tmp_path / "t")
+    spark.range(10).repartition(5).write.format("delta").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id < 5")
+    jobs = spark.sparkContext.statusTracker()
+    before = set(jobs.getJobIdsForGroup(None))
+    spark.sql(f"VACUUM delta.`{path}`")
+    tasks = [
+        jobs.getStageInfo(stage).numTasks
+        for job in set(jobs.getJobIdsForGroup(None)) - before
+        for stage in (jobs.getJobInfo(job).stageIds if jobs.getJobInfo(job) else [])
+        if jobs.getStageInfo(stage)
+    ]
+    assert tasks and max(tasks) <= 2, tasks
+    assert spark.read.format("delta").load(path).count() == 5
+
+
 def test_names_are_the_session_catalogs(spark):
     spark.sql("CREATE SCHEMA IF NOT EXISTS engine_names")  # delta-spark creates no schema
     spark.range(3).write.format("delta").saveAsTable("engine_names.numbers")
