@@ -82,6 +82,31 @@ dlt.create_auto_cdc_flow(
     assert target(project) == [(127, "Ana", "Leon", 4) if kept else (127, "Ana", "Leon")]
 
 
+@pytest.mark.parametrize("ignore_nulls", [False, True])
+def test_an_event_older_than_an_applied_truncate_stays_truncated_in_a_later_update(
+    project, ignore_nulls
+):
+    """A truncate has no key, so a change older than it can arrive in a later update for a
+    key no event named before (a Debezium truncate on another partition): it was emptied
+    by the truncate and must not appear."""
+    extra = f"apply_as_truncates=\"operation = 'TRUNCATE'\", ignore_null_updates={ignore_nulls},"
+    project.source("p.py", cdc(1, extra))
+    truncate = {"userId": None, "name": None, "city": None, "operation": "TRUNCATE"}
+    ana = {"userId": 1, "name": "Ana", "city": "Lima", "operation": "INSERT", "sequenceNum": 6}
+    project.land("1.json", [{**truncate, "sequenceNum": 5}, ana], folder="users")
+    assert project.run().ok
+    bo = {"userId": 2, "name": "Bo", "city": "Oslo", "operation": "INSERT", "sequenceNum": 3}
+    project.land("2.json", [bo], folder="users")  # late: the truncate emptied it
+    assert project.run().ok
+    assert target(project) == [(1, "Ana", "Lima")]
+    # newer: applies; the truncate delivered again empties nothing newer than itself
+    project.land(
+        "3.json", [{**bo, "sequenceNum": 7}, {**truncate, "sequenceNum": 5}], folder="users"
+    )
+    assert project.run().ok
+    assert target(project) == [(1, "Ana", "Lima"), (2, "Bo", "Oslo")]
+
+
 def test_scd1_keeping_the_sequence_column_gives_the_same_rows_in_any_order(project):
     """With ``sequenceNum`` in the target, its rows say how new each key is (the state
     keeps tombstones only): late events, deletes and re-inserts still apply in order."""

@@ -3,7 +3,8 @@
 Each event has the target's columns, its ``sequence_by`` value (``SEQ``) and whether it is
 an upsert or a delete (``OP``); ``where`` drops rows first. A NULL sequence value or key
 fails the batch with a named error (such an event has no place in any order). A truncate
-becomes a delete of every live key older than it (SCD1 only).
+becomes a delete of every live key older than it, and events older than a truncate already
+applied are dropped (SCD1 only).
 """
 
 from __future__ import annotations
@@ -69,15 +70,27 @@ def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
 
 
 def truncates_as_deletes(plan: CdcPlan, state: CdcState, events: DataFrame) -> DataFrame:
-    """The events after the batch's last truncate, and a delete at the truncate of each
-    key the state knows live and older than it."""
+    """The events after the last truncate applied, and a delete at the batch's last
+    truncate of each key the state knows live and older than it.
+
+    A truncate has no key, so the state remembers it as a row of NULL keys (no event has
+    one) deleted at the truncate's sequence value: an event older than it that arrives in
+    a later batch, of a key no event named before, is dropped as the truncate would have
+    dropped it. The row is a tombstone and is forgotten with the others."""
+    known = state.read()
+    no_key = reduce(lambda a, b: a & b, [F.col(f"`{k}`").isNull() for k in plan.keys])
+    applied = known.filter(no_key).agg(F.max(STATE_SEQ)).first()
+    if applied is not None and applied[0] is not None:
+        events = events.filter(F.col(SEQ) > F.lit(applied[0]))
     last = events.filter(TRUNCATE).agg(F.max(SEQ)).first()
     rows = events.filter(~F.col(TRUNCATE)).drop(TRUNCATE)
     if last is None or last[0] is None:
         return rows
-    live = state.read().filter(~F.col(STATE_DELETED))
-    live = live.filter(F.col(STATE_SEQ) < F.lit(last[0]))
-    synthetic = live.select(
+    live = known.filter(~F.col(STATE_DELETED) & (F.col(STATE_SEQ) < F.lit(last[0])))
+    marker = known.sparkSession.range(1).select(
+        *[F.lit(None).cast(plan.schema[k].dataType).alias(k) for k in plan.keys]
+    )
+    synthetic = live.unionByName(marker, allowMissingColumns=True).select(
         *[
             F.col(f"`{c}`")
             if c in plan.keys
