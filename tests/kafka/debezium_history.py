@@ -114,10 +114,9 @@ def shuffled(changes: list[Change], parts: int, seed: int = 7) -> list[list[Chan
     one), cut into ``parts`` deliveries: many events arrive after newer ones of their key,
     some in a later update than those.
 
-    The truncate comes in the last delivery, late after the changes that follow it: a
-    change older than a truncate that arrives in a later update than the truncate, for a
-    key the flow has not seen before, would be applied, because the flow's state keeps no
-    record of the truncates it applied (``headwater.pipelines.cdc.events``)."""
+    The truncate comes in the first delivery, early: changes older than it arrive in later
+    updates, some of keys the flow has not seen, and must stay out (the flow's state keeps
+    the newest truncate it applied, ``headwater.pipelines.cdc.events``)."""
     rng = random.Random(seed)
     order = list(changes)
     rng.shuffle(order)
@@ -125,7 +124,7 @@ def shuffled(changes: list[Change], parts: int, seed: int = 7) -> list[list[Chan
     deliveries = [order[i : i + size] for i in range(0, len(order), size)]
     truncates = [c for c in order if c.op == "t"]
     deliveries = [[c for c in d if c.op != "t"] for d in deliveries]
-    deliveries[-1].extend(truncates)  # see the note above
+    deliveries[0].extend(truncates)  # see the note above
     for i, delivery in enumerate(deliveries):
         seen = [c for d in deliveries[: i + 1] for c in d]
         delivery.extend(rng.sample(seen, 4))  # replays of this and earlier deliveries
