@@ -39,12 +39,22 @@ TIERS="${HEADWATER_TIERS-delta-spark+kafka on-delta-spark}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
 done
+# The tiers' venvs (pyspark 4.2 and their extras: a few minutes of pip on a fresh machine)
+# are installed in the background while the main suite runs, so the lanes after it start
+# on their tests; a failed install is retried, and reported, by its lane.
+LOGS="$(mktemp -d)"
+prep=()
+for tier in $(echo "$TIERS" | tr ' +' '\n\n' | sort -u); do
+  grep -q "^  $tier)" scripts/tier.sh || continue
+  nice bash scripts/tier.sh "$tier" --install-only >"$LOGS/install-$tier.log" 2>&1 &
+  prep+=("$!")
+done
 status=0
 # The slowest tests are printed at the end: where the next minutes of CI time are won.
 .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --durations=40 "$@" || status=$?
+for pid in "${prep[@]+"${prep[@]}"}"; do wait "$pid" || true; done
 # The lanes run side by side (one Spark process each, mostly waiting on a broker or on
 # each other's commits), each tier into its own log, printed whole when its lane ends.
-LOGS="$(mktemp -d)"
 pids=()
 for lane in $TIERS; do
   (

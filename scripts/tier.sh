@@ -6,6 +6,7 @@
 #   scripts/tier.sh delta-spark               # the tier's tests (tests/engines)
 #   scripts/tier.sh delta-spark -k cdf -x     # any pytest arguments pass through
 #   scripts/tier.sh delta-spark tests/engines/test_shared_tables.py::test_plain
+#   scripts/tier.sh kafka --install-only      # its venv and jars only
 #
 # Tiers:
 #   delta-spark  pyspark 4.2.0 + delta-spark 4.4.0 (pyproject's `delta-spark` extra; the
@@ -93,6 +94,9 @@ flock -u 8
 
 echo "== JVM jars of the $TIER tier (jars/pom.xml; fetched once, then from the cache)"
 bash scripts/fetch-jars.sh "${JAR_TIERS[@]}" >/dev/null
+# `--install-only`: the venv and jars, no tests (scripts/test.sh prepares the tiers this
+# way while the main suite runs, so their lanes start on their tests).
+if [ "${1:-}" = "--install-only" ]; then exit 0; fi
 
 # The tier's tests unless the arguments name tests themselves.
 for arg in "$@"; do
