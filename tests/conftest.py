@@ -13,6 +13,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Files with slow tests (multi-process, crash, benchmark smoke) run first. Workers take
+    whole files in collection order (``--dist loadfile``), so a file of minutes collected
+    last kept one worker busy while the other sat idle at the end of the run (tests/s3 and
+    tests/pipelines sort late). The order within a file is kept (a stable sort)."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 @pytest.fixture(scope="session")
 def warehouse() -> Path:
     root = Path(tempfile.mkdtemp(prefix="headwater-tests-"))

@@ -48,6 +48,7 @@ def shell(tmp_path_factory):
     return run
 
 
+@pytest.mark.slow
 def test_execute_option_prints_results_and_fails_on_error(shell):
     proc = shell(
         "-e",

@@ -115,6 +115,7 @@ def test_create_table_with_schema_partitioning_and_properties(spark):
         catalog.create_table("cat3.events", schema=schema)
 
 
+@pytest.mark.slow
 def test_tables_survive_a_new_session_in_another_process(spark, warehouse):
     spark.range(6).selectExpr("id", "id * 2 as twice").write.saveAsTable("persist.numbers")
     code = textwrap.dedent(

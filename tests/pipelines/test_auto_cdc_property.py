@@ -49,6 +49,7 @@ def expected(flow: str, events: list[dict]) -> list[tuple]:
     return oracle.scd2(events, TRACKED.get(flow, oracle.VALUES), nulls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_target_equals_in_order_application_after_every_update(project, seed):
     rng = random.Random(seed)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def headwater(*args: str, cwd, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -17,6 +19,7 @@ def headwater(*args: str, cwd, timeout: float = 300) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.slow
 def test_init_then_dry_run_then_run(tmp_path):
     made = headwater("pipelines", "init", "shop", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
