@@ -25,6 +25,7 @@ from headwater.errors import (
     ConcurrentDeleteReadException,
     ConcurrentModificationException,
     ConcurrentTransactionException,
+    DeltaError,
     MetadataChangedException,
     ProtocolChangedException,
     TableAlreadyExistsError,
@@ -151,13 +152,112 @@ def test_blind_appends_do_not_conflict_with_a_reader_under_write_serializable(ta
     _append(table, _file(table, "b.parquet", [2]))
     reader.add_files([_file(table, "c.parquet", [3])])
     assert reader.commit() == 3
-    serializable = Transaction(
-        DeltaLog(table), DeltaLog(table).snapshot(), Operation("TEST"), "Serializable"
-    )
-    serializable.read_whole_table()
-    _append(table, _file(table, "d.parquet", [4]))
-    with pytest.raises(ConcurrentAppendException):
-        serializable.commit()
+    assert _history(table)[3]["isolationLevel"] == "WriteSerializable"
+
+
+def _isolated(tmp_path, level: str | None) -> str:
+    """A table partitioned by ``p`` whose ``delta.isolationLevel`` is ``level``."""
+    root = str(tmp_path / "iso")
+    create_table(root, SCHEMA, ["p"], {"delta.isolationLevel": level} if level else None)
+    _append(root, _file(root, "a.parquet", [1], p="1"), _file(root, "b.parquet", [2], p="2"))
+    return root
+
+
+def _only(p: str):
+    return lambda values: [v.get("p") == p for v in values]
+
+
+def _delete_p1(root: str) -> Transaction:
+    """A DELETE that read partition 1 and rewrites its file, not yet committed."""
+    txn = _reader(root, read=["p=1/a.parquet"], partitions=_only("1"))
+    txn.remove_files([_file(root, "a.parquet", [1], p="1").remove()])
+    return txn
+
+
+@pytest.mark.parametrize("level", ["Serializable", "serializable"])
+def test_a_serializable_table_fails_a_reader_on_a_blind_append_where_it_read(tmp_path, level):
+    """delta-spark's Serializable: blind appends count as files the reader should have
+    read; in a partition it did not read they still go through."""
+    root = _isolated(tmp_path, level)
+    elsewhere = _delete_p1(root)
+    _append(root, _file(root, "c.parquet", [3], p="2"))
+    assert elsewhere.commit() == 3
+    loser = _delete_p1(root)
+    _append(root, _file(root, "d.parquet", [4], p="1"))
+    with pytest.raises(ConcurrentAppendException) as info:
+        loser.commit()
+    message = str(info.value)
+    assert info.value.error_class == "DELTA_CONCURRENT_APPEND"
+    assert "version 4, WRITE" in message and "p=1/d.parquet" in message
+    assert "{'p': '1'}" in message and "delta.isolationLevel is Serializable" in message
+    assert RsTable(root).version() == 4 and _ids(root) == [2, 3, 4]
+    levels = [h.get("isolationLevel") for h in _history(root)]
+    assert levels[1:] == ["Serializable"] * 4  # appends and the DELETE alike
+
+
+@pytest.mark.parametrize("level", [None, "WriteSerializable"])
+def test_a_write_serializable_table_lets_a_blind_append_through_a_reader(tmp_path, level):
+    root = _isolated(tmp_path, level)
+    reader = _delete_p1(root)
+    _append(root, _file(root, "d.parquet", [4], p="1"))
+    assert reader.commit() == 3
+    assert _ids(root) == [2, 4]  # as if the DELETE ran first
+    assert _history(root)[3]["isolationLevel"] == "WriteSerializable"
+
+
+def test_a_reader_that_changes_the_schema_counts_blind_appends_at_write_serializable(tmp_path):
+    root = _isolated(tmp_path, None)
+    dlog = DeltaLog(root)
+    reader = _delete_p1(root)
+    wider = StructType([*SCHEMA.fields, StructField("extra", LongType())])
+    reader.update_metadata(replace(dlog.snapshot().metadata, schema_string=wider.json()))
+    _append(root, _file(root, "d.parquet", [4], p="1"))
+    with pytest.raises(ConcurrentAppendException, match="d.parquet"):
+        reader.commit()
+
+
+@pytest.mark.parametrize("level", [None, "Serializable"])
+def test_a_rewrite_that_changes_no_data_runs_at_snapshot_isolation(tmp_path, level):
+    """OPTIMIZE's commit (files swapped, no data change) does not depend on files added
+    meanwhile, blind or not, at either level: delta-spark lowers it to SnapshotIsolation."""
+    root = _isolated(tmp_path, level)
+    dlog = DeltaLog(root)
+    compact = Transaction(dlog, dlog.snapshot(), Operation.optimize(None))
+    compact.read_files(["p=1/a.parquet"], _only("1"))
+    a = _file(root, "a.parquet", [1], p="1")
+    compact.remove_files([a.remove(data_change=False)])
+    compact.add_files([replace(_file(root, "a2.parquet", [1], p="1"), data_change=False)])
+    _non_blind_append(root, _file(root, "d.parquet", [4], p="1"))
+    _append(root, _file(root, "e.parquet", [5], p="1"))
+    assert compact.commit() == 4
+    assert _ids(root) == [1, 2, 4, 5]
+    assert [h["isolationLevel"] for h in _history(root)[2:]] == [
+        level or "WriteSerializable",
+        level or "WriteSerializable",
+        "SnapshotIsolation",
+    ]
+
+
+def test_an_empty_dml_keeps_write_serializable_but_not_serializable(tmp_path):
+    """delta-spark: a data-changing operation with no file to change is still checked at
+    WriteSerializable; at Serializable it is lowered (it can be ordered first)."""
+    for level, expected in (
+        ("WriteSerializable", "WriteSerializable"),
+        ("Serializable", "SnapshotIsolation"),
+    ):
+        root = _isolated(tmp_path / level, level)
+        dlog = DeltaLog(root)
+        txn = Transaction(dlog, dlog.snapshot(), Operation.predicate("DELETE", "id = 9"))
+        assert txn.isolation_level == expected
+
+
+def test_an_unknown_isolation_level_is_refused(tmp_path):
+    root = str(tmp_path / "t")
+    with pytest.raises(
+        DeltaError, match=r"DELTA_INVALID_ISOLATION_LEVEL.*'Snapshot'.*Serializable"
+    ):
+        create_table(root, SCHEMA, properties={"delta.isolationLevel": "Snapshot"})
+    assert not os.path.exists(os.path.join(root, "_delta_log", f"{0:020d}.json"))
 
 
 def test_a_transaction_conflicts_only_with_files_added_in_partitions_it_read(partitioned):

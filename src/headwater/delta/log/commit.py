@@ -13,9 +13,12 @@ took that version, its actions are checked against what this transaction depends
 
 * a protocol or metadata change fails it (:class:`ProtocolChangedException`,
   :class:`MetadataChangedException`);
-* files added that it would have read (in the partitions it read; with the default
-  ``WriteSerializable`` isolation, blind appends do not count) fail it
-  (:class:`ConcurrentAppendException`);
+* files added that it would have read (in the partitions it read) fail it
+  (:class:`ConcurrentAppendException`), as the commit's isolation level says: under the
+  table's ``delta.isolationLevel``, ``WriteSerializable`` by default, blind appends do not
+  count (unless this commit changes the metadata); under ``Serializable`` they do; a commit
+  that changes no data (OPTIMIZE's rewrite) is lowered to ``SnapshotIsolation`` and no
+  added file counts. The level is recorded in the commit's ``isolationLevel``;
 * a file it read, or also removes, being removed fails it
   (:class:`ConcurrentDeleteReadException`, :class:`ConcurrentDeleteDeleteException`);
 * progress recorded by an application whose version it checked fails it
@@ -50,7 +53,12 @@ from headwater.delta.log.actions import (
 )
 from headwater.delta.log.actions import Protocol as ProtocolAction
 from headwater.delta.log.delta_log import DeltaLog, Snapshot
-from headwater.delta.log.operations import IsolationLevel, Operation
+from headwater.delta.log.operations import (
+    IsolationLevel,
+    Operation,
+    isolation_level,
+    table_isolation_level,
+)
 from headwater.errors import (
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,
@@ -87,12 +95,10 @@ class Transaction:
         log_: DeltaLog,
         snapshot: Snapshot | None,
         operation: Operation,
-        isolation_level: IsolationLevel = "WriteSerializable",
     ) -> None:
         self.log = log_
         self.snapshot = snapshot
         self.operation = operation
-        self.isolation_level = isolation_level
         self.read_version = snapshot.version if snapshot is not None else -1
         self.metrics: dict[str, int | str] = {}
         self.user_metadata: str | None = None
@@ -199,6 +205,27 @@ class Transaction:
         )
 
     @property
+    def isolation_level(self) -> IsolationLevel:
+        """The level this commit is checked at and records: the table's
+        ``delta.isolationLevel`` (as this commit leaves it), ``SnapshotIsolation`` when it
+        only rearranges files (:func:`~.operations.isolation_level`)."""
+        files_only = (
+            self._metadata is None
+            and self._protocol is None
+            and not self._txns
+            and not self._domains
+        )
+        changed = any(a.data_change for a in self._adds) or any(
+            r.data_change for r in self._removes
+        )
+        return isolation_level(
+            table_isolation_level(self.metadata.configuration),
+            self.operation,
+            data_changed=changed,
+            file_actions_only=files_only,
+        )
+
+    @property
     def changes_schema(self) -> bool:
         """The commit creates the table or changes its schema or partitioning (what a
         catalog mirroring the table must learn)."""
@@ -239,14 +266,15 @@ class Transaction:
             self.log.root,
             removes=any(r.data_change for r in self._removes),
         )
+        level = self.isolation_level
         store, log_dir = self.log.store()
         version = self.read_version + 1
         for _ in range(MAX_ATTEMPTS):
-            payload = to_json_lines(self._actions())
+            payload = to_json_lines(self._actions(level))
             if store.put_if_absent(storage.join(log_dir, f"{version:020d}.json"), payload):
                 self._after_commit(version)
                 return version
-            self._check(self.log.read_commit(version))
+            self._check(self.log.read_commit(version), level)
             log.info("%s: version %d taken by a concurrent commit; trying %d", self.log.root,
                      version, version + 1)  # fmt: skip
             version += 1
@@ -256,11 +284,11 @@ class Transaction:
             "committed; run the operation again."
         )
 
-    def _actions(self) -> list[Action]:
+    def _actions(self, level: IsolationLevel) -> list[Action]:
         info = commit_info.build(
             self.operation,
             read_version=self.read_version,
-            isolation_level=self.isolation_level,
+            isolation_level=level,
             is_blind_append=self.is_blind_append,
             metrics=self.metrics,
             user_metadata=self.user_metadata,
@@ -273,7 +301,7 @@ class Transaction:
             actions.append(self._metadata)
         return [*actions, *self._txns, *self._domains, *self._removes, *self._adds, *self._cdc]
 
-    def _check(self, winner: Commit) -> None:
+    def _check(self, winner: Commit, level: IsolationLevel) -> None:
         """Fail when the commit that took a version this transaction wanted conflicts with
         what it read or writes (delta-spark's checks, in delta-spark's order)."""
         root = self.log.root
@@ -301,7 +329,7 @@ class Transaction:
                     f"(version {txn.version}) on {root}, which this operation also records: "
                     f"two writers share one transaction id or checkpoint. {again}"
                 )
-        self._check_added(winner, again)
+        self._check_added(winner, level, again)
         removed = {r.relative_path for r in winner.removes}
         read = removed & self._read_files
         if read or (self._read_whole_table and removed):
@@ -329,10 +357,12 @@ class Transaction:
         for requirement in self._requirements:
             requirement.check(winner)
 
-    def _check_added(self, winner: Commit, again: str) -> None:
-        if not self._read_anything:
+    def _check_added(self, winner: Commit, level: IsolationLevel, again: str) -> None:
+        """delta-spark's ``checkForAddedFilesThatShouldHaveBeenReadByCurrentTxn``: which of
+        the winner's added files count depends on ``level``."""
+        if not self._read_anything or level == "SnapshotIsolation":
             return
-        blind_count = self.isolation_level == "Serializable" or self._metadata is not None
+        blind_count = level == "Serializable" or self._metadata is not None
         if winner.is_blind_append and not blind_count:
             return
         added = [a for a in winner.adds if a.data_change]
@@ -353,10 +383,18 @@ class Transaction:
                 return
             hit = found
         where = f" (partition {dict(hit.partition_values)})" if hit.partition_values else ""
+        what = winner.info.operation if winner.info is not None else None
+        by = f", {what}" if what else ""
+        why = ""
+        if winner.is_blind_append and level == "Serializable":
+            why = (
+                " The table's delta.isolationLevel is Serializable, so appends conflict too: "
+                "set it to WriteSerializable to let them through."
+            )
         raise ConcurrentAppendException(
-            f"[DELTA_CONCURRENT_APPEND] A concurrent commit (version {winner.version}) added "
-            f"{hit.relative_path}{where} to {self.log.root}, which this operation would have "
-            f"read. {again}"
+            f"[DELTA_CONCURRENT_APPEND] A concurrent commit (version {winner.version}{by}) "
+            f"added {hit.relative_path}{where} to {self.log.root}, which this operation would "
+            f"have read. {again}{why}"
         )
 
     def _after_commit(self, version: int) -> None:

@@ -5,6 +5,10 @@ Other engines show a table's history from these fields alone: ``operation`` (``W
 maps as JSON text, as delta-spark encodes them), ``operationMetrics`` (counts as strings),
 ``readVersion``, ``isolationLevel`` and ``isBlindAppend``. An :class:`Operation` names what
 a transaction does; :func:`build` adds what the transaction knows at commit time.
+
+The isolation level a commit is checked at, and records, is the table's
+``delta.isolationLevel`` (:func:`table_isolation_level`), lowered to ``SnapshotIsolation``
+for commits that change no data (:func:`isolation_level`), as delta-spark does.
 """
 
 from __future__ import annotations
@@ -18,8 +22,33 @@ from importlib import metadata as package_metadata
 from typing import Any, Literal
 
 from headwater.delta.log.actions import CommitInfo, now_ms
+from headwater.errors import DeltaError
 
-IsolationLevel = Literal["Serializable", "WriteSerializable"]
+IsolationLevel = Literal["Serializable", "WriteSerializable", "SnapshotIsolation"]
+ISOLATION_PROPERTY = "delta.isolationLevel"
+DEFAULT_ISOLATION: IsolationLevel = "WriteSerializable"
+# What a table may declare (SnapshotIsolation is only ever chosen per commit).
+TABLE_ISOLATION_LEVELS: tuple[IsolationLevel, ...] = ("Serializable", "WriteSerializable")
+# Operations that change the table's rows (delta-spark's ``Operation.changesData``): under
+# WriteSerializable, one of these stays at that level even when it commits no data change.
+CHANGES_DATA = frozenset(
+    {
+        "WRITE",
+        "STREAMING UPDATE",
+        "DELETE",
+        "TRUNCATE",
+        "CONVERT",
+        "MERGE",
+        "UPDATE",
+        "CREATE TABLE AS SELECT",
+        "CREATE OR REPLACE TABLE",
+        "CREATE OR REPLACE TABLE AS SELECT",
+        "REPLACE TABLE",
+        "REPLACE TABLE AS SELECT",
+        "RESTORE",
+        "CLONE",
+    }
+)
 _SAVE_MODES = {
     "append": "Append",
     "overwrite": "Overwrite",
@@ -35,6 +64,10 @@ class Operation:
 
     name: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def changes_data(self) -> bool:
+        return self.name in CHANGES_DATA
 
     # -- the operations headwater commits, with delta-spark's parameter names ---------------
 
@@ -123,6 +156,41 @@ class Operation:
     @classmethod
     def restore(cls, version: int, timestamp: str | None) -> Operation:
         return cls("RESTORE", {"version": version, "timestamp": timestamp})
+
+
+def table_isolation_level(configuration: Mapping[str, str]) -> IsolationLevel:
+    """The table's ``delta.isolationLevel`` (any case, as delta-spark reads it), by default
+    ``WriteSerializable``."""
+    value = configuration.get(ISOLATION_PROPERTY)
+    if value is None:
+        return DEFAULT_ISOLATION
+    for level in TABLE_ISOLATION_LEVELS:
+        if level.lower() == str(value).strip().lower():
+            return level
+    raise DeltaError(
+        f"[DELTA_INVALID_ISOLATION_LEVEL] Invalid isolation level '{value}' in "
+        f"{ISOLATION_PROPERTY}: set it to Serializable or WriteSerializable."
+    )
+
+
+def isolation_level(
+    table_level: IsolationLevel,
+    operation: Operation,
+    *,
+    data_changed: bool,
+    file_actions_only: bool,
+) -> IsolationLevel:
+    """The level a commit is checked at (delta-spark's ``getIsolationLevelToUse``). A commit
+    of file actions that change no data (OPTIMIZE's rewrite, an empty DML) is lowered to
+    ``SnapshotIsolation``: files appended meanwhile cannot change its result, so they do not
+    fail it. Under ``WriteSerializable`` only when the operation is not one that changes
+    data; any other action (metadata, protocol, application versions, domains) keeps the
+    table's level."""
+    if not file_actions_only or data_changed:
+        return table_level
+    if table_level == "WriteSerializable" and operation.changes_data:
+        return table_level
+    return "SnapshotIsolation"
 
 
 def encode_parameters(parameters: Mapping[str, Any]) -> dict[str, str | None]:
