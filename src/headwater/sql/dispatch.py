@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
 from headwater import engines
-from headwater.errors import HeadwaterError
+from headwater.errors import ConcurrentModificationException, HeadwaterError
 from headwater.originals import original
 from headwater.sql import conversion, ddl, dml, maintenance
 from headwater.sql.context import PASS, Context, SqlFn
@@ -120,8 +120,8 @@ def execute(
         try:
             with _inside():
                 result = handler(ctx)
-        except SqlError:
-            raise
+        except (SqlError, ConcurrentModificationException):
+            raise  # a conflict keeps delta-spark's class: callers catch it to run again
         except Exception as e:
             raise wrap(stmt, e, positions=False) from e
         if result is not PASS:
