@@ -91,6 +91,8 @@ class Table:
     entry: TableEntry | None = None
     # A DataFrame's observed metrics (Observation) arrive when it is written here.
     observes_writes: ClassVar[bool] = True
+    # Callers may stage files in headwater's Transaction and commit() it (COPY INTO).
+    commits_staged: ClassVar[bool] = True
 
     @property
     def name(self) -> str:

@@ -6,8 +6,9 @@ import json
 import os
 
 from deltalake import DeltaTable as RsTable
+from pyspark.sql.types import StructType
 
-from headwater.delta.tables import DeltaTable
+from headwater import api
 
 
 def write_json(directory, name: str, rows: list[dict]) -> str:
@@ -38,13 +39,15 @@ def land(directory, files: int, rows: int = 3, start: int = 0) -> list[str]:
 
 
 def table(spark, path, ddl: str = "id bigint, name string") -> str:
-    """An empty Delta table at ``path`` with columns ``ddl``; its COPY INTO target name."""
-    builder = DeltaTable.create(spark).location(str(path))
-    for part in ddl.split(","):
-        name, dtype = part.split()
-        builder = builder.addColumn(name, dtype)
-    builder.execute()
+    """An empty Delta table at ``path`` with columns ``ddl``, made by the session's engine;
+    its COPY INTO target name."""
+    api.for_path(spark, str(path)).replace(StructType.fromDDL(ddl))
     return f"delta.`{path}`"
+
+
+def last_commit(spark, path):
+    """The newest row of the table's history, as the session's engine gives it."""
+    return api.for_path(spark, str(path)).delta_table().history(1).first()
 
 
 def rows(path) -> list[dict]:

@@ -15,6 +15,7 @@ from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.log.operations import Operation
 from tests.copyinto.helpers import land, rows, table, versions
+from tests.engine_marks import ON_DELTA_SPARK, headwater_engine_only
 
 
 def _stale_load(spark, target, src, **kw):
@@ -48,10 +49,18 @@ def test_a_load_planned_before_a_concurrent_load_of_other_files_commits(spark, t
     target = table(spark, path)
     late = _stale_load(spark, target, src, files=["f000.json", "f001.json"])
     copy_into(spark, target, str(src), "JSON", files=["f002.json"])
-    late()
+    if ON_DELTA_SPARK:
+        # delta-spark's commit cannot be checked file by file: a load planned at the version
+        # another load committed on is planned again (copy_into does so), and loads the rest
+        with pytest.raises(record.LoadConflictError):
+            late()
+        copy_into(spark, target, str(src), "JSON")
+    else:
+        late()
     assert len(rows(path)) == 9 and versions(path) == 2
 
 
+@headwater_engine_only("stages its own Transaction with requirements")
 def test_commit_requirements_see_every_commit_in_between(spark, tmp_path):
     src, path = tmp_path / "src", tmp_path / "t"
     land(src, 2)

@@ -116,11 +116,19 @@ def test_auto_loader_into_a_delta_spark_table_exactly_once_with_new_columns(spar
     assert len(history) == 2  # one commit per batch of new files, none for the empty run
 
 
-def test_copy_into_is_a_named_error_on_delta_spark(spark, tmp_path):
-    from headwater.copyinto import copy_into
+def test_copy_into_sql_loads_once_and_records_in_delta_sparks_commit(spark, tmp_path):
+    from headwater.copyinto import create_schemaless_table, loaded_files
 
-    target = f"delta.`{tmp_path / 't'}`"
-    with pytest.raises(EngineUnsupportedError, match="COPY INTO runs on headwater's Delta engine"):
-        spark.sql(f"COPY INTO {target} FROM '{tmp_path}' FILEFORMAT = JSON")
+    land, out = tmp_path / "land", tmp_path / "t"
+    _land(land, "a.json", [{"id": 1}, {"id": 2}])
+    spark.sql(f"CREATE TABLE delta.`{out}` (id BIGINT) USING delta")
+    statement = f"COPY INTO delta.`{out}` FROM '{land}' FILEFORMAT = JSON"
+    assert tuple(spark.sql(statement).first()) == (2, 2, 0)
+    assert tuple(spark.sql(statement).first()) == (0, 0, 0)  # loaded once
+    last = spark.sql(f"DESCRIBE HISTORY delta.`{out}`").first()  # delta-spark's history
+    assert last["version"] == 1 and json.loads(last["userMetadata"])["headwaterCopyInto"] == {
+        "source": str(land), "files": ["a.json"], "corrupt": []
+    }  # fmt: skip
+    assert loaded_files(spark, f"delta.`{out}`") == [str(land / "a.json")]
     with pytest.raises(EngineUnsupportedError, match="delta_engine='headwater'"):
-        copy_into(spark, target, str(tmp_path), "JSON")
+        create_schemaless_table(spark, "copyinto_on_delta_spark.no_columns")

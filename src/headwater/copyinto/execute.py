@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from headwater import api, engines, storage
+from headwater import storage
 from headwater.copyinto import record
 from headwater.copyinto.plan import (
     FilePlan,
@@ -48,8 +48,10 @@ from headwater.delta.files import identity
 from headwater.delta.files.data_files import discard_files, write_files
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.operations import Operation
+from headwater.delta.options import WriteSpec
 from headwater.delta.schema import table_schema as schemas
 from headwater.delta.write.create import new_metadata
+from headwater.engines.door import is_conflict
 from headwater.errors import ConcurrentModificationException
 
 log = logging.getLogger(__name__)
@@ -94,7 +96,6 @@ def copy_into(
     load, as DDL); ``n`` returns the first ``n`` rows as they would be loaded. Problems are
     raised, as the load would raise them.
     """
-    engines.require_headwater(spark, "COPY INTO")  # its load record rides in our commit
     spec = parse(
         source, file_format, select=select, columns=columns, by_position=by_position,
         files=files, pattern=pattern, format_options=format_options,
@@ -159,6 +160,20 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
     if out is None and tgt.schemaless:  # not recorded: loaded once a file has columns
         log.warning("COPY INTO %s: no file with columns to take a schema from", tgt.text)
         return _result(spark, 0, len(rs.corrupt))
+    if tgt.door.commits_staged:
+        nrows, corrupt, version = _commit_staged(spec, tgt, plan, out, schema, rs, acc)
+    else:
+        nrows, corrupt, version = _commit_written(spec, tgt, plan, out, schema, rs, acc)
+    log.info(
+        "COPY INTO %s: %d file(s), %d row(s) at version %s", tgt.text,
+        len(plan.files) - len(corrupt), nrows, version,
+    )  # fmt: skip
+    return _result(spark, nrows, len(corrupt))
+
+
+def _commit_staged(spec, tgt, plan, out, schema, rs, acc) -> tuple[int, set[str], int | None]:
+    """headwater's engine: files written into the table's staging area, then one commit of
+    their add actions and the record, checked against every commit since the plan."""
     parts = _resolve(schema, tgt.partition_columns)
     adds, nrows, nbytes = [], 0, 0
     marks: dict[str, int] = {}  # identity columns' new high-water marks
@@ -198,15 +213,49 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
     if not spec.force:
         txn.require(record.NotLoadedConcurrently({f.path for f in plan.files}))
     try:
-        version = api.Table(spark, tgt.root, tgt.entry).commit(txn)  # the mirror follows
+        version = tgt.door.commit(txn)  # the mirror follows
     except ConcurrentModificationException:
         discard_files(tgt.root, adds)  # never committed: nobody references them
         raise
-    log.info(
-        "COPY INTO %s: %d file(s), %d row(s) at version %s", tgt.text, len(loaded), nrows,
-        version,
-    )  # fmt: skip
-    return _result(spark, nrows, len(corrupt))
+    return nrows, corrupt, version
+
+
+def _commit_written(spec, tgt, plan, out, schema, rs, acc) -> tuple[int, set[str], int | None]:
+    """An engine with commits of its own (delta-spark): the rows appended through its writer
+    as one commit carrying the record as ``userMetadata`` and the transaction
+    (``record.APP_ID``, the planned version). A load planned at the same version that
+    committed first makes this one fail (delta-spark's ConcurrentTransactionException) or
+    skip (nothing committed): either way it is planned again, so no file loads twice."""
+    if out is not None and spec.ignore_corrupt:
+        # The record must be complete before the write starts: the files the readers skip
+        # as corrupt are known once they were read, so they are read (and kept) first.
+        out = out.persist()
+        _run(out.count)
+    try:
+        corrupt = set(acc.value) | rs.corrupt
+        loaded = [f.path for f in plan.files if f.path not in corrupt]
+        base = storage.filesystem(source_base(spec))[1]
+        entry = record.entry(base, loaded, corrupt)
+        if out is None:  # every file corrupt: an empty append still records them
+            out = tgt.door.read().limit(0)
+        write = WriteSpec(
+            mode="append",
+            merge_schema=schema != tgt.schema,
+            user_metadata=record.user_metadata(entry),
+            txn=None if spec.force else (record.APP_ID, tgt.version or 0),
+        )
+        try:
+            result = _run(lambda: tgt.door.write(out, write))
+        except Exception as e:
+            if is_conflict(e):
+                raise record.LoadConflictError({f.path for f in plan.files}) from e
+            raise
+        if result.version is None:  # a load planned at the same version committed first
+            raise record.LoadConflictError({f.path for f in plan.files})
+        return result.num_rows, corrupt, result.version
+    finally:
+        if out is not None and out.is_cached:
+            out.unpersist()
 
 
 def _operation(spec: CopySpec) -> Operation:

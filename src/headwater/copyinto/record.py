@@ -7,7 +7,10 @@ Each COPY INTO commit carries, in its ``commitInfo``, the files it loaded::
                           "corrupt": ["c.json"]}
 
 (paths relative to ``source``; ``corrupt``: files skipped by ``ignoreCorruptFiles``, which
-count as loaded so a rerun is a no-op). The record is therefore committed atomically with
+count as loaded so a rerun is a no-op). On delta-spark, whose writer takes no commitInfo
+field of ours, the same record is the commit's ``userMetadata`` (the JSON object
+``{"headwaterCopyInto": {...}}``, :func:`user_metadata`), written by the same commit as the
+data; the reader below takes it from either place, so either engine reads the other's. The record is therefore committed atomically with
 the data: a crash before the commit leaves neither, a crash after it leaves both. It lives
 with the table (copy or move the table and the record moves along) and is read by scanning
 the commits' JSON files directly: one listing and one small read per commit, no Spark job,
@@ -30,8 +33,9 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from headwater import storage
 from headwater.delta.log.actions import Commit
@@ -41,6 +45,10 @@ log = logging.getLogger(__name__)
 
 OPERATION = "COPY INTO"
 RECORD_KEY = "headwaterCopyInto"
+# delta-spark: the application id of the transaction every COPY INTO commit into a table
+# carries (its version: the table version the load was planned at), so two loads planned
+# at once cannot both commit (delta-spark's ConcurrentTransactionException, or a skip).
+APP_ID = "headwater-copy-into"
 CACHE_DIR = "_headwater_copy_into"
 CACHE_AFTER_COMMITS = 20  # write a cache when a scan had to read at least this many commits
 CACHE_AFTER_AGE_S = 86_400  # ... or met a record this old (log cleanup comes after 30 days)
@@ -71,6 +79,26 @@ def entry(source: str, loaded: Iterable[str], corrupt: Iterable[str]) -> dict:
         "files": sorted(rel(p) for p in loaded),
         "corrupt": sorted(rel(p) for p in corrupt),
     }
+
+
+def user_metadata(record: dict) -> str:
+    """The record as a commit's ``userMetadata`` (delta-spark's writer option)."""
+    return json.dumps({RECORD_KEY: record}, separators=(",", ":"), sort_keys=True)
+
+
+def of_commit(info: Mapping[str, Any]) -> dict | None:
+    """The load record a commit's ``commitInfo`` carries (either place), or None."""
+    found = info.get(RECORD_KEY)
+    if isinstance(found, dict):
+        return found
+    text = info.get("userMetadata")
+    if isinstance(text, str) and RECORD_KEY in text:
+        try:
+            found = json.loads(text).get(RECORD_KEY)
+        except (ValueError, AttributeError):
+            return None
+        return found if isinstance(found, dict) else None
+    return None
 
 
 def _paths(record: dict) -> list[str]:
@@ -136,8 +164,8 @@ def _scan(root: str, versions: Iterable[int]) -> tuple[set[str], int | None]:
     loaded: set[str] = set()
     oldest = None
     for info in infos:
-        record = info.get(RECORD_KEY)
-        if isinstance(record, dict):
+        record = of_commit(info)
+        if record is not None:
             loaded.update(_paths(record))
             stamp = int(info.get("timestamp") or 0)
             oldest = stamp if oldest is None else min(oldest, stamp)
@@ -173,8 +201,8 @@ class NotLoadedConcurrently:
         self.files = files
 
     def check(self, winner: Commit) -> None:
-        record = winner.info.values.get(RECORD_KEY) if winner.info is not None else None
-        if isinstance(record, dict):
+        record = of_commit(winner.info.values) if winner.info is not None else None
+        if record is not None:
             overlap = self.files & set(_paths(record))
             if overlap:
                 raise LoadConflictError(overlap)

@@ -6,6 +6,12 @@ it first loads (``FORMAT_OPTIONS('inferSchema'='true')`` + ``COPY_OPTIONS('merge
 catalog entry whose location holds no Delta log yet (see :func:`create_schemaless_table`,
 which ``CREATE TABLE IF NOT EXISTS t`` without columns uses); the first COPY INTO creates
 the log. A Delta table with an empty schema written by another engine is schemaless too.
+
+The table is reached through the session's door (:func:`headwater.api.find` /
+:func:`headwater.api.for_path`), so on delta-spark names are the session catalog's. Tables
+without columns are entries of headwater's own catalog, which a delta-spark session does
+not have: there ``create_schemaless_table`` is a named error (create the table with its
+columns, and ``mergeSchema`` adds the files' new ones).
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from headwater import api, engines
 from headwater.catalog import Catalog, TableEntry
 from headwater.catalog.names import delta_path, parse
 from headwater.delta.log.delta_log import DeltaLog, Snapshot
+from headwater.engines.door import TableDoor
 from headwater.errors import TableNotFoundError, UnsupportedFeatureError
 
 
@@ -25,7 +33,7 @@ from headwater.errors import TableNotFoundError, UnsupportedFeatureError
 class Target:
     text: str  # as the user wrote it
     log: DeltaLog
-    entry: TableEntry | None  # the catalog entry of a named table
+    door: TableDoor  # the table on the session's engine: what the load commits through
     snapshot: Snapshot | None  # None: no Delta log yet (a schemaless named table)
 
     @property
@@ -65,24 +73,41 @@ def resolve(spark: SparkSession, target: str) -> Target:
                 f"COPY INTO target delta.`{path}` is not a Delta table. Create it first "
                 "(DeltaTable.create(spark).location(...)), or load into a table by name."
             )
-        return _loaded(target, dlog, None)
-    catalog = Catalog.of(spark)
-    entry = catalog.registry.get(parse(target))
+        return _loaded(target, dlog, api.for_path(spark, path))
+    found = api.find(spark, target)
+    if found is not None:
+        return _loaded(target, DeltaLog(found.location), found)
+    catalog = _own_catalog(spark)
+    entry = catalog.registry.get(parse(target)) if catalog is not None else None
     if entry is None:
-        known = ", ".join(str(e.name) for e in catalog.list_tables()) or "none"
+        known = (
+            ", ".join(str(e.name) for e in catalog.list_tables())
+            if catalog is not None
+            else ", ".join(t.name for t in spark.catalog.listTables())
+        )
         raise TableNotFoundError(
-            f"COPY INTO target table '{target}' not found (known tables: {known}). Create it "
-            f"first; CREATE TABLE IF NOT EXISTS {target} without columns makes a schemaless "
-            "table that takes the files' schema with COPY_OPTIONS('mergeSchema'='true')."
+            f"COPY INTO target table '{target}' not found (known tables: {known or 'none'}). "
+            f"Create it first; CREATE TABLE IF NOT EXISTS {target} without columns makes a "
+            "schemaless table that takes the files' schema with "
+            "COPY_OPTIONS('mergeSchema'='true')."
         )
     dlog = DeltaLog(entry.location)
+    door = api.table(spark, target, entry.location)
     if dlog.require_table_or_empty():
-        return _loaded(target, dlog, entry)
-    return Target(target, dlog, entry, None)
+        return _loaded(target, dlog, door)
+    return Target(target, dlog, door, None)
 
 
-def _loaded(text: str, dlog: DeltaLog, entry: TableEntry | None) -> Target:
+def _own_catalog(spark: SparkSession) -> Catalog | None:
+    """headwater's catalog, where tables without columns are kept; None on delta-spark,
+    whose names are the session catalog's."""
+    return Catalog.of(spark) if engines.of(spark) == engines.HEADWATER else None
+
+
+def _loaded(text: str, dlog: DeltaLog, door: TableDoor) -> Target:
     snapshot = dlog.snapshot()
+    if not door.commits_staged:  # the engine's own writer: its rules, its table features
+        return Target(text, dlog, door, snapshot)
     snapshot.check_writable()
     if snapshot.physical_schema is not None:
         raise UnsupportedFeatureError(
@@ -90,7 +115,7 @@ def _loaded(text: str, dlog: DeltaLog, entry: TableEntry | None) -> Target:
             "yet. Load the files with spark.read and append them (df.write.format('delta')"
             ".mode('append')), which writes such tables."
         )
-    return Target(text, dlog, entry, snapshot)
+    return Target(text, dlog, door, snapshot)
 
 
 def create_schemaless_table(
@@ -100,7 +125,9 @@ def create_schemaless_table(
 
     Nothing is written until the first COPY INTO gives it a schema; until then the name is
     known to COPY INTO only (``spark.table`` reports it as not found, as it has no data).
+    A name kept by headwater's catalog: on delta-spark, a named error.
     """
+    engines.require_headwater(spark, "A table without columns (CREATE TABLE t without columns)")
     catalog = Catalog.of(spark)
     tname = parse(name)
     existing = catalog.registry.get(tname)

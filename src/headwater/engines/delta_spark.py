@@ -57,6 +57,9 @@ class DeltaSparkTable:
     external: bool = False  # created by name at a location the caller chose
     # delta-spark runs a write's query as a nested execution: Observation never hears of it.
     observes_writes: ClassVar[bool] = False
+    # Commits are delta-spark's: COPY INTO writes with a transaction id and its record as
+    # the commit's userMetadata (headwater.copyinto.execute).
+    commits_staged: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

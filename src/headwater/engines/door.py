@@ -4,6 +4,10 @@
 methods with these meanings; ``api.table``/``api.for_path``/``api.find`` hand out the
 session's. A method one engine cannot do raises
 :class:`~headwater.errors.EngineUnsupportedError`, naming the engine that can.
+
+A commit conflict comes back as the engine raises it (headwater's
+:class:`~headwater.errors.ConcurrentModificationException` family, or delta-spark's own
+exceptions of the same names); :func:`is_conflict` tells either apart from other failures.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ class TableDoor(Protocol):
     # Whether a DataFrame's observed metrics (``Observation``) arrive when it is written
     # here; where not, the pipelines count expectations by a pass of their own.
     observes_writes: ClassVar[bool]
+    # Whether a caller may stage data files and actions in headwater's own ``Transaction``
+    # and ``commit`` it (COPY INTO: its load record in the commitInfo, checked against every
+    # commit in between). Where not, COPY INTO appends through ``write`` with a transaction
+    # id and the record as the commit's ``userMetadata``.
+    commits_staged: ClassVar[bool]
 
     @property
     def spark(self) -> SparkSession: ...
@@ -94,3 +103,39 @@ class TableDoor(Protocol):
     def cluster_by(self, columns: Sequence[str] | None) -> None: ...
     def add_constraint(self, name: str, expression: str) -> None: ...
     def drop_constraint(self, name: str, if_exists: bool = False) -> None: ...
+
+
+# delta-spark's conflict exceptions (io.delta.exceptions / delta.exceptions): the names
+# headwater's own carry too (headwater.errors), and their error conditions.
+_CONFLICT_NAMES = (
+    "ConcurrentModificationException",
+    "ConcurrentWriteException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+)
+
+
+def is_conflict(error: BaseException) -> bool:
+    """Whether ``error`` is a commit that lost to a concurrent one (nothing of it was
+    committed), raised by either engine: such a write may be planned again and retried."""
+    from headwater.errors import ConcurrentModificationException
+
+    if isinstance(error, ConcurrentModificationException):
+        return True
+    if any(kind.__name__ in _CONFLICT_NAMES for kind in type(error).__mro__):
+        return True
+    condition = getattr(error, "getCondition", None)
+    try:
+        found = condition() if callable(condition) else None
+    except Exception:  # a py4j error without a condition
+        found = None
+    if isinstance(found, str) and found.startswith("DELTA_CONCURRENT"):
+        return True
+    text = str(error)
+    return "[DELTA_CONCURRENT_" in text or any(
+        f"io.delta.exceptions.{name}" in text for name in _CONFLICT_NAMES
+    )

@@ -254,8 +254,14 @@ def _added_functions(spark: SparkSession, text: str, args: Args, orig: SqlFn) ->
         stmts = split(text)
     except SqlError:
         return orig(spark, text, args)
-    if any(classify(s) == "copy_into" for s in stmts):
-        engines.require_headwater(spark, "COPY INTO")
+    if any(classify(s) == "copy_into" for s in stmts):  # Spark's parser lacks it: ours
+        results = [
+            execute(spark, s, args, orig, raw=False)
+            if classify(s) == "copy_into"
+            else orig(spark, s.text, args)
+            for s in stmts
+        ]
+        return results[-1]
     if len(stmts) != 1 or not has_candidates(stmts[0].tokens, only_functions=True):
         return orig(spark, text, args)
     stmt = stmts[0]
