@@ -7,6 +7,7 @@ import it as ``from _common import ...``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib
 import json
@@ -16,7 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,11 +31,23 @@ BENCH_DIR = Path(__file__).resolve().parent
 
 
 def parse_bench_args(
-    p: argparse.ArgumentParser, argv: list[str] | None, at_least_one: Sequence[str] = ()
+    p: argparse.ArgumentParser,
+    argv: list[str] | None,
+    at_least_one: Sequence[str] = (),
+    repeat: int = 3,
 ) -> argparse.Namespace:
     """Add the shared options (--repeat, --master, --workdir, --keep, --json) after the script's
-    own, parse ``argv``, and require each flag in ``at_least_one``, then --repeat, to be >= 1."""
-    p.add_argument("--repeat", type=int, default=1, help="runs per measurement; best is kept")
+    own, parse ``argv``, and require each flag in ``at_least_one``, then --repeat, to be >= 1.
+
+    ``--repeat`` defaults to ``repeat`` (3): a single run's time carries the JIT, GC and the
+    machine's other load, and the best of a few is what the figures compare. A quick check
+    (the smoke tests) passes ``--repeat 1``."""
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=repeat,
+        help=f"runs per measurement; best is kept (default {repeat})",
+    )
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument(
         "--workdir",
@@ -193,25 +206,95 @@ def remove_run_dir(run_dir: Path, keep: bool) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def bench_session(
+    args: argparse.Namespace,
+    app_name: str,
+    run_dir: Path,
+    spark: SparkSession | None = None,
+    conf: dict[str, str] | None = None,
+) -> Iterator[SparkSession]:
+    """The session a bench runs in. ``spark`` given (a test suite's, so a smoke test starts
+    no JVM of its own): that one, left running, and as it was afterwards (:func:`restored`).
+    Else one built here on ``--master`` with ``conf``, its managed tables under ``run_dir``,
+    and stopped at the end."""
+    if spark is not None:
+        with restored(spark):
+            yield spark
+        return
+    import headwater
+
+    built = headwater.session(
+        app_name, master=args.master, warehouse=str(run_dir / "warehouse"), conf=conf
+    )
+    try:
+        yield built
+    finally:
+        built.stop()
+
+
+def _catalog_objects(spark: SparkSession) -> tuple[set[str], set[tuple[str, str, str]]]:
+    """The databases, and the (database, name, type) of every table, view and temporary view,
+    of the session's catalog."""
+    databases = {db.name for db in spark.catalog.listDatabases()}
+    objects = {
+        ("" if t.isTemporary else db, t.name, "TEMPORARY" if t.isTemporary else t.tableType)
+        for db in databases
+        for t in spark.catalog.listTables(db)
+    }
+    return databases, objects
+
+
+@contextlib.contextmanager
+def restored(spark: SparkSession) -> Iterator[None]:
+    """Put a shared session back as it was once the bench is done, so the tests that run
+    after it in the same process see what they had: runtime confs the bench (or a pipeline's
+    configuration) set or changed, the current database, streams still running, and the
+    databases, tables and views it created (dropped, managed tables' data too)."""
+    confs = dict(spark.conf.getAll)
+    database = spark.catalog.currentDatabase()
+    databases, objects = _catalog_objects(spark)
+    streams = {query.id for query in spark.streams.active}
+    try:
+        yield
+    finally:
+        for query in spark.streams.active:
+            if query.id not in streams:
+                query.stop()
+        spark.catalog.setCurrentDatabase(database)
+        now_databases, now_objects = _catalog_objects(spark)
+        for db, name, kind in sorted(now_objects - objects):
+            if kind == "TEMPORARY":
+                spark.catalog.dropTempView(name)
+            else:
+                what = "VIEW" if kind == "VIEW" else "TABLE"
+                spark.sql(f"DROP {what} IF EXISTS `{db}`.`{name}`")
+        for db in sorted(now_databases - databases):
+            spark.sql(f"DROP DATABASE IF EXISTS `{db}` CASCADE")
+        now_confs = dict(spark.conf.getAll)
+        for key in now_confs.keys() - confs.keys():
+            spark.conf.unset(key)
+        for key, value in confs.items():
+            if now_confs.get(key) != value:
+                spark.conf.set(key, value)
+
+
 def run_in_session(
     args: argparse.Namespace,
     app_name: str,
     prefix: str,
     run: Callable[[SparkSession, argparse.Namespace, Path], dict],
     versions: Sequence[str] = ("pyspark", "deltalake"),
+    spark: SparkSession | None = None,
 ) -> dict:
-    """``run(spark, args, run_dir)`` in a new run directory and SparkSession, plus the
-    environment; the session is stopped and the run directory removed (unless --keep) either
-    way."""
+    """``run(spark, args, run_dir)`` in a new run directory and the session of
+    :func:`bench_session` (``spark``, or one built here), plus the environment; the run
+    directory is removed (unless --keep) either way."""
     run_dir = make_run_dir(args.workdir, prefix)
-
-    import headwater
-
-    spark = headwater.session(app_name, master=args.master, warehouse=str(run_dir / "warehouse"))
     try:
-        report = run(spark, args, run_dir)
-        report["environment"] = environment(spark, versions)
+        with bench_session(args, app_name, run_dir, spark) as session:
+            report = run(session, args, run_dir)
+            report["environment"] = environment(session, versions)
     finally:
-        spark.stop()
         remove_run_dir(run_dir, args.keep)
     return report

@@ -232,12 +232,20 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, spark=None) -> dict:
+    """``spark``: a running session to run in (a smoke test's), left running; else one is
+    built here (``--master``) and stopped."""
     args = parse_args(argv)
     report = run_in_session(
-        args, "bench-auto-cdc", "bench-auto-cdc-", run, ("pyspark", "pyarrow", "deltalake")
+        args,
+        "bench-auto-cdc",
+        "bench-auto-cdc-",
+        run,
+        ("pyspark", "pyarrow", "deltalake"),
+        spark=spark,
     )
     write_report(report, format_report(report), args.json_out)
+    return report
 
 
 if __name__ == "__main__":

@@ -242,9 +242,11 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None, spark=None) -> dict:
+    """``spark``: a running session to run in (a smoke test's), left running; else one is
+    built here (``--master``) and stopped."""
     args = parse_args(argv)
-    report = run_in_session(args, "headwater-bench", "bench-delta-", run)
+    report = run_in_session(args, "headwater-bench", "bench-delta-", run, spark=spark)
     write_report(report, format_report(report), args.json_out)
     return report
 

@@ -38,6 +38,7 @@ import uuid
 from pathlib import Path
 
 from _common import (
+    bench_session,
     environment,
     header_lines,
     make_run_dir,
@@ -70,10 +71,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate", type=int, default=1_000, help="latency: messages a second")
     p.add_argument("--trigger", default="500 milliseconds", help="latency: processing time")
     p.add_argument("--smoke", action="store_true", help="tiny sizes, no warm-up: a quick check")
-    args = parse_bench_args(p, argv, at_least_one=("--messages", "--partitions", "--batches"))
-    given = sys.argv[1:] if argv is None else argv
-    if not any(a == "--repeat" or a.startswith("--repeat=") for a in given):
-        args.repeat = REPEAT  # the shared option's default is 1; a median needs more
+    args = parse_bench_args(
+        p, argv, at_least_one=("--messages", "--partitions", "--batches"), repeat=REPEAT
+    )
     if args.smoke:
         for key, value in SMOKE.items():
             setattr(args, key, value)
@@ -219,23 +219,16 @@ def format_report(report: dict) -> str:
 
 @contextlib.contextmanager
 def started(args: argparse.Namespace, run_dir: Path, broker, spark):
-    """The given broker and session, or ones started here (and stopped at the end)."""
+    """The given broker and session, or ones started here (and stopped at the end); a given
+    session is put back as it was (``bench_session``)."""
     from tests.jars import tier_jars
     from tests.kafka.broker import kafka_broker
 
     with contextlib.ExitStack() as stack:
         if broker is None:
             broker = stack.enter_context(kafka_broker(":".join(tier_jars("kafka-broker"))))
-        if spark is None:
-            import headwater
-
-            spark = headwater.session(
-                "bench-kafka",
-                master=args.master,
-                warehouse=str(run_dir / "warehouse"),
-                conf={"spark.jars": ",".join(tier_jars("kafka")), "spark.ui.enabled": "false"},
-            )
-            stack.callback(spark.stop)
+        conf = {"spark.jars": ",".join(tier_jars("kafka")), "spark.ui.enabled": "false"}
+        spark = stack.enter_context(bench_session(args, "bench-kafka", run_dir, spark, conf))
         yield broker, spark
 
 

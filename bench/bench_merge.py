@@ -485,9 +485,11 @@ def _scan_rewrite(metrics: dict) -> str:
     return f"{metrics.get('scan_time_ms', '?')}/{metrics.get('rewrite_time_ms', '?')}"
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None, spark=None) -> dict:
+    """``spark``: a running session to run in (a smoke test's), left running; else one is
+    built here (``--master``) and stopped."""
     args = parse_args(argv)
-    report = run_in_session(args, "headwater-bench-merge", "bench-merge-", run)
+    report = run_in_session(args, "headwater-bench-merge", "bench-merge-", run, spark=spark)
     write_report(report, format_report(report), args.json_out)
     return report
 

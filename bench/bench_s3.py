@@ -28,6 +28,7 @@ from pathlib import Path
 
 from _common import (
     BENCH_DIR,
+    bench_session,
     best_of,
     check,
     environment,
@@ -55,19 +56,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--new", type=int, default=100, help="files that land after")
     args = parse_bench_args(p, argv, at_least_one=("--rows", "--objects", "--new"))
     run_dir = make_run_dir(args.workdir, "bench-s3-")
-    import headwater
-
-    with seaweedfs() as server:
-        conf = {**server.spark_conf(), **s3a_conf(server.endpoint)}
-        spark = headwater.session(
-            "bench-s3", master=args.master, warehouse=str(run_dir / "wh"), conf=conf
-        )
-        try:
-            report = run(spark, args, run_dir, f"{server.bucket}/bench")
-            report["environment"] = environment(spark)
-        finally:
-            spark.stop()
-            remove_run_dir(run_dir, args.keep)
+    # A session of its own, always: Hadoop's S3 connector must be on the classpath when the
+    # JVM starts (spark.jars), so the smoke test runs this one as a subprocess.
+    try:
+        with seaweedfs() as server:
+            conf = {**server.spark_conf(), **s3a_conf(server.endpoint)}
+            with bench_session(args, "bench-s3", run_dir, conf=conf) as spark:
+                report = run(spark, args, run_dir, f"{server.bucket}/bench")
+                report["environment"] = environment(spark)
+    finally:
+        remove_run_dir(run_dir, args.keep)
     results = report["results"].values()
     lines = [*header_lines(report["environment"]), f"rows: {args.rows:,}", ""]
     lines += ratio_table(results, first="measurement (ours vs Spark on s3a)")

@@ -24,6 +24,9 @@ def test_bench_s3_runs_and_reports_ratios_and_list_requests(run_bench):
             "scan Delta on s3://",
             "Auto Loader discovery (incremental vs full)",
         ),
+        # Its own process: Hadoop's S3 connector (spark.jars) must be on the classpath when
+        # the JVM starts, which the suite's session was not given.
+        own_process=True,
     )
     discovery = report["discovery"]
     assert discovery["tracked"] == 1500 and discovery["new"] == 5
