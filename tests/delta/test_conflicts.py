@@ -207,3 +207,62 @@ def test_appends_racing_appends_both_commit(spark, tmp_path, monkeypatch):
     assert not isinstance(result, BaseException), result
     assert _ids(spark, path) == [*range(10), 100, 101, 200, 201]
     assert [h["isBlindAppend"] for h in RsTable(path).history(2)] == [True, True]
+
+
+def _isolation(spark, path: str, level: str) -> None:
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.isolationLevel' = '{level}')")
+
+
+def test_a_delete_on_a_serializable_table_fails_on_a_blind_append_to_its_partition(
+    spark, tmp_path, monkeypatch
+):
+    """``delta.isolationLevel = Serializable``, as delta-spark: a DELETE that read partition
+    k = 1 fails when an append into k = 1 lands first; an append elsewhere does not. (A
+    condition on partition columns alone: one that reads data columns depends on every
+    partition.) The SQL statement raises the conflict as itself, for callers to catch."""
+    path = str(tmp_path / "t")
+    table = _table(spark, path, partitioned=True)
+    _isolation(spark, path, "Serializable")
+    same = race(
+        monkeypatch,
+        lambda: spark.sql(f"DELETE FROM delta.`{path}` WHERE k = 1"),
+        _appender(spark, path, 20),
+    )
+    assert isinstance(same, ConcurrentAppendException), same  # through SQL too
+    assert "(partition {'k': '1'})" in str(same) and "delta.isolationLevel is Serializable" in str(
+        same
+    )
+    assert _ids(spark, path) == [*range(10), 20, 21]  # the DELETE committed nothing
+    elsewhere = race(monkeypatch, lambda: table.delete("k = 0"), _appender(spark, path, 30))
+    assert not isinstance(elsewhere, BaseException), elsewhere
+    assert _ids(spark, path) == [1, 3, 5, 7, 9, 20, 21, 30, 31]
+    levels = [h["isolationLevel"] for h in RsTable(path).history(4)]
+    assert levels == ["Serializable"] * 4
+
+
+def test_a_delete_on_a_write_serializable_table_commits_past_a_blind_append(
+    spark, tmp_path, monkeypatch
+):
+    path = str(tmp_path / "t")
+    table = _table(spark, path, partitioned=True)
+    _isolation(spark, path, "WriteSerializable")
+    result = race(monkeypatch, lambda: table.delete("k = 1"), _appender(spark, path, 20))
+    assert not isinstance(result, BaseException), result
+    assert _ids(spark, path) == [0, 2, 4, 6, 8, 20, 21]  # as if the DELETE ran first
+    assert RsTable(path).history(1)[0]["isolationLevel"] == "WriteSerializable"
+
+
+def test_optimize_on_a_serializable_table_commits_past_an_append(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    _table(spark, path, partitioned=True)
+    _appender(spark, path, 20)()
+    _isolation(spark, path, "Serializable")
+    result = race(
+        monkeypatch,
+        lambda: spark.sql(f"OPTIMIZE delta.`{path}`").collect(),
+        _appender(spark, path, 30),
+    )
+    assert not isinstance(result, BaseException), result
+    assert _ids(spark, path) == [*range(10), 20, 21, 30, 31]
+    last = RsTable(path).history(1)[0]
+    assert (last["operation"], last["isolationLevel"]) == ("OPTIMIZE", "SnapshotIsolation")
