@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
 from headwater import engines
+from headwater.delta.read.filtered import narrow_views
 from headwater.errors import ConcurrentModificationException, HeadwaterError
 from headwater.originals import original
 from headwater.sql import conversion, ddl, dml, maintenance
@@ -147,7 +148,10 @@ def _passthrough(ctx: Context, raw: bool) -> DataFrame:
         raise wrap(stmt, e, positions=False) from e
     keep = _defines_view(stmt)
     try:
-        return _spark(ctx, done.text)
+        result = _spark(ctx, done.text)
+        if not keep and narrow_views(result, done.frames):  # files skipped by its WHERE
+            result = _spark(ctx, done.text)
+        return result
     except Exception as e:
         if raw:
             raise

@@ -50,6 +50,7 @@ SqlFn = Callable[..., DataFrame]  # PySpark's original SparkSession.sql
 class Rewritten:
     text: str
     views: list[str] = field(default_factory=list)
+    frames: dict[str, DataFrame] = field(default_factory=dict)  # each view's DataFrame
 
     @property
     def changed(self) -> bool:
@@ -95,6 +96,7 @@ def rewrite(
     pieces: list[str] = []
     pos = base
     views: list[str] = []
+    frames: dict[str, DataFrame] = {}
     i = first
     try:
         while i <= last:
@@ -110,6 +112,7 @@ def rewrite(
             view = f"__hw_sql_{uuid.uuid4().hex[:12]}"
             df.createOrReplaceTempView(view)
             views.append(view)
+            frames[view] = df
             pieces.append(stmt.source[pos : toks[i].start])
             pieces.append(view if alias is None else f"{view} AS `{alias}`")
             pos = toks[end].end + 1
@@ -118,7 +121,7 @@ def rewrite(
         drop_views(spark, views)
         raise
     pieces.append(stmt.source[pos : toks[last].end + 1])
-    return Rewritten("".join(pieces), views)
+    return Rewritten("".join(pieces), views, frames)
 
 
 def drop_views(spark: SparkSession, views: list[str]) -> None:

@@ -39,6 +39,7 @@ from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
 from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.read import change_feed as cdf
 from headwater.delta.read import native_scan
+from headwater.delta.read.filtered import DeltaFrame
 from headwater.delta.read.source import FILE_COLUMN_OPTION
 from headwater.delta.schema.partitions import NULL_PARTITION, unescape
 from headwater.errors import CorruptLogError
@@ -94,10 +95,11 @@ def read_snapshot(
         raise ValueError("a subset of files can be read only on the native path")
     if native:
         df, uris = native_scan.scan(spark, snapshot, files, schema)
-        if not replay.has_vectors(snapshot) and df.columns == schema.fieldNames():
-            return df  # already the schema's columns, in order: no projection
-        df = without_deleted_rows(spark, snapshot, files, df, uris)
-        return df.select(*[f"`{f.name}`" for f in schema])
+        if replay.has_vectors(snapshot) or df.columns != schema.fieldNames():
+            df = without_deleted_rows(spark, snapshot, files, df, uris)
+            df = df.select(*[f"`{f.name}`" for f in schema])
+        # A whole snapshot's scan skips files by the log's stats once filtered.
+        return df if subset else DeltaFrame(df, snapshot)
     snapshot.check_python_readable()
     return python_read(spark, snapshot)
 

@@ -71,3 +71,18 @@ def _only(folder: DataFrame, listed: set[str], wanted: set[str]) -> DataFrame:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def restricted(
+    spark: SparkSession, df: DataFrame, snapshot: Snapshot, kept: list[DataFile]
+) -> DataFrame:
+    """``df`` (a scan of ``snapshot``'s files, perhaps filtered) reading only ``kept``: a
+    filter on ``_metadata.file_path``, applied by Spark to its file list before any file is
+    opened; ``df`` unchanged when the scan does not list a kept file."""
+    if not kept:
+        return df.where(F.lit(False))  # Spark plans no scan at all
+    listed = listed_files(spark, df)
+    wanted = {listed.get(local_path(f.absolute(snapshot.root))) for f in kept}
+    if None in wanted:
+        return df
+    return _only(df, set(listed.values()), {u for u in wanted if u})
