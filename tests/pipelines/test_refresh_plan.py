@@ -200,3 +200,30 @@ def test_group_aggregate_only_where_the_aggregates_combine(aggregation, reason):
     assert plan.technique == Technique.FULL_RECOMPUTE
     grouped = next(c for c in plan.considered if c.technique == Technique.GROUP_AGGREGATE)
     assert reason in grouped.reason
+
+
+UPDATED = replace(
+    GROUPED,
+    changes={"db.silver": Change.UPDATES, "db.dim": Change.NONE},
+    shape=Shape(
+        "the query aggregates",
+        (),
+        Aggregation(("k",), {"n": Combine.ADD, "s": Combine.SUM}, None, "n", {"s": "n"}),
+    ),
+    change_feed=frozenset({"db.silver"}),
+    rows_appended=None,
+)
+
+
+def test_updates_are_taken_back_only_through_a_change_feed_and_retracting_aggregates():
+    plan = plan_refresh("db.gold", UPDATED)
+    assert plan.technique == Technique.GROUP_AGGREGATE and plan.retract
+    assert "change data feed has them" in plan.reason
+    unfed = plan_refresh("db.gold", replace(UPDATED, change_feed=frozenset()))
+    assert unfed.technique == Technique.FULL_RECOMPUTE
+    assert "'db.silver' has no change data feed" in unfed.reason
+    lossy = Aggregation(("k",), {"m": Combine.LEAST}, None, "n", {}, "min/max ('m') cannot")
+    kept = plan_refresh("db.gold", replace(UPDATED, shape=Shape("agg", (), lossy)))
+    assert kept.technique == Technique.FULL_RECOMPUTE and "min/max ('m')" in kept.reason
+    appended = plan_refresh("db.gold", replace(GROUPED, shape=Shape("agg", (), lossy)))
+    assert appended.technique == Technique.GROUP_AGGREGATE and not appended.retract

@@ -16,9 +16,13 @@ import inspect
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
+from headwater import storage
+from headwater.delta.files import change_data
+from headwater.delta.log.actions import decode_path
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.define.elements import Flow
 from headwater.pipelines.refresh.plan import (
@@ -66,6 +70,9 @@ COMBINE = {  # aggregate functions whose results on two row sets combine into th
     "Min": Combine.LEAST,
     "Max": Combine.GREATEST,
 }
+# Types whose sums subtract exactly (decimals too): a removed row's value taken back from a
+# sum gives the sum of the rows left, as a recompute would.
+EXACT_SUMS = {"byte", "short", "integer", "long"}
 JOIN_SIDES = {
     "Inner": Sides.EITHER,
     "Cross": Sides.EITHER,
@@ -132,19 +139,6 @@ def data_bytes(location: str) -> int | None:
     return sum(f.size for f in log.snapshot().files) if log.exists() else None
 
 
-def rows_added(location: str, since: int, now: int) -> int | None:
-    """Rows the commits after ``since`` up to ``now`` added, by their files' stats (None:
-    a file's stats do not count its rows)."""
-    log, total = DeltaLog(location), 0
-    for version in range(since + 1, now + 1):
-        for add in log.read_commit(version).adds:
-            n = add.num_records if add.data_change else 0
-            if n is None:
-                return None
-            total += n
-    return total
-
-
 def rows_at(location: str, version: int) -> int | None:
     """Rows of a table's version by its files' stats (None: some file has none)."""
     counts = DeltaLog(location).snapshot(version).add_actions.column("num_records").to_pylist()
@@ -156,26 +150,72 @@ def latest_version(location: str) -> int | None:
     return log.latest_version() if log.exists() else None
 
 
-def change_between(location: str, since: int, now: int) -> Change:
-    """How an input changed from version ``since`` to ``now``, by its commits' actions."""
+@dataclass(frozen=True)
+class InputChange:
+    """What one pass over an input's commits since a refresh found."""
+
+    change: Change
+    rows_added: int | None = 0  # rows the data-changing adds hold (None: a file has no count)
+    change_feed: bool = False  # the change data feed has every row the commits changed
+
+
+def change_between(location: str, since: int, now: int) -> InputChange:
+    """How an input changed from version ``since`` to ``now``, by its commits' actions,
+    each commit read once: the kind of change, the rows added (by the files' stats), and
+    whether its change data feed was on throughout (then it has every removed row)."""
     if now == since:
-        return Change.NONE
+        return InputChange(Change.NONE)
     if now < since or now - since > MAX_CLASSIFIED:
-        return Change.RESET if now < since else Change.UPDATES
+        return InputChange(Change.RESET if now < since else Change.UPDATES, None)
     log = DeltaLog(location)
-    found = Change.NONE
+    found, feed = Change.NONE, True
+    added: int | None = 0
     try:
-        schema = log.snapshot(since).schema
+        before = log.snapshot(since)
+        schema, feed = before.schema, change_data.enabled(before.configuration)
         for version in range(since + 1, now + 1):
             commit = log.read_commit(version)
-            if commit.metadata is not None and log.snapshot(version).schema != schema:
-                return Change.RESET
+            if commit.metadata is not None:
+                if log.snapshot(version).schema != schema:
+                    return InputChange(Change.RESET, None)
+                feed = False  # (turned on or off between: not every change is in it)
             if any(r.data_change for r in commit.removes):
                 found = Change.UPDATES
             elif found == Change.NONE and any(a.data_change for a in commit.adds):
                 found = Change.APPENDS
+            for add in commit.adds:
+                n = add.num_records if add.data_change else 0
+                added = None if added is None or n is None else added + n
     except Exception:  # history no longer readable (cleaned up): start over
-        return Change.RESET
+        return InputChange(Change.RESET, None)
+    return InputChange(found, added, feed)
+
+
+def change_files(location: str, since: int, now: int) -> list[str] | None:
+    """The change files (``cdc`` actions) that hold every row the commits after ``since``
+    up to ``now`` changed, when each data-changing commit among them wrote some (Delta's
+    rule: a commit's change files, when it has them, are its whole change), for an
+    unpartitioned table without column mapping: Parquet files of the table's columns and
+    ``_change_type`` that Spark reads natively. None otherwise (an append, or a delete of
+    whole files, has none: the change feed's reader derives them from the added and
+    removed files)."""
+    log = DeltaLog(location)
+    if log.snapshot(now).configuration.get("delta.columnMapping.mode", "none") != "none":
+        return None
+    found: list[str] = []
+    for version in range(since + 1, now + 1):
+        actions = log.commit_actions(version)
+        cdc = [a["cdc"] for a in actions if "cdc" in a]
+        if any(c.get("partitionValues") or "://" in c["path"] for c in cdc):
+            return None
+        if cdc:
+            found += [storage.join(location, decode_path(c["path"])) for c in cdc]
+        elif any(
+            kind in a and a[kind].get("dataChange", True)
+            for a in actions
+            for kind in ("add", "remove")
+        ):
+            return None
     return found
 
 
@@ -258,10 +298,14 @@ def query_shape(df: DataFrame, reads: Mapping[str, Sequence[DataFrame]]) -> Shap
 
 
 def _aggregation(node: object) -> Aggregation:
-    """The GROUP BY's keys and how each aggregate column combines (or why one cannot)."""
+    """The GROUP BY's keys and how each aggregate column combines (or why one cannot), and
+    what taking rows back needs: the ``count(*)`` column, each sum's count of the same
+    values (or of rows, when the summed values cannot be NULL)."""
     grouping = _seq(node.groupingExpressions())  # type: ignore[attr-defined]
     keys: list[str] = []
     columns: dict[str, Combine] = {}
+    sums: dict[str, object] = {}  # sum column -> the summed expression
+    counts: dict[str, object | None] = {}  # count column -> the counted expression (None: rows)
     why = None
     for e in _seq(node.aggregateExpressions()):  # type: ignore[attr-defined]
         value = e.child() if e.nodeName() == "Alias" else e
@@ -271,17 +315,78 @@ def _aggregation(node: object) -> Aggregation:
         if value.nodeName() != "AggregateExpression":
             why = why or f"its column '{e.name()}' is computed from aggregates"
             continue
-        function = value.aggregateFunction().nodeName()
-        combine = COMBINE.get(str(function))
+        function = value.aggregateFunction()
+        combine = COMBINE.get(str(function.nodeName()))
         if value.isDistinct() or not value.filter().isEmpty():
             why = why or f"its column '{e.name()}' aggregates DISTINCT or FILTERed rows"
         elif combine is None:
-            why = why or f"its aggregate {function} does not combine from partial results"
+            why = (
+                why or f"its aggregate {function.nodeName()} does not combine from partial results"
+            )
         else:
             columns[str(e.name())] = combine
+            args = _children(function)
+            if function.nodeName() == "Sum":
+                sums[str(e.name())] = args[0]
+            elif function.nodeName() == "Count":
+                counted = [a for a in args if not (a.foldable() and not a.nullable())]
+                counts[str(e.name())] = (
+                    counted[0] if len(counted) == 1 else (None if not counted else False)
+                )
     if why is None and len(keys) < len(grouping):
         why = "a GROUP BY expression is not one of the view's columns"
-    return Aggregation(tuple(keys), columns, why)
+    rows, sum_counts, not_retractable = _retraction(columns, sums, counts, bool(grouping))
+    return Aggregation(tuple(keys), columns, why, rows, sum_counts, not_retractable)
+
+
+def _retraction(
+    columns: Mapping[str, Combine],
+    sums: Mapping[str, object],
+    counts: Mapping[str, object | None],
+    grouped: bool,
+) -> tuple[str | None, dict[str, str], str | None]:
+    """The ``count(*)`` column, each sum's count column, and why removed rows cannot be
+    taken back exactly, if they cannot."""
+    rows = next((c for c, counted in counts.items() if counted is None), None)
+    sum_counts: dict[str, str] = {}
+    lost = [c for c, how in columns.items() if how in (Combine.LEAST, Combine.GREATEST)]
+    if lost:
+        return rows, sum_counts, f"min/max ({_quoted(lost)}) cannot take rows back"
+    for column, summed in sums.items():
+        kind = str(summed.dataType().typeName())  # type: ignore[attr-defined]
+        if kind not in EXACT_SUMS and not kind.startswith("decimal"):
+            return (
+                rows,
+                sum_counts,
+                (f"the sum '{column}' adds {kind} values, which do not subtract exactly"),
+            )
+        paired = next(
+            (
+                c
+                for c, x in counts.items()
+                if x is not None and x is not False and x.semanticEquals(summed)  # type: ignore[attr-defined]
+            ),
+            None,
+        )
+        if paired is None and not summed.nullable() and rows is not None:  # type: ignore[attr-defined]
+            paired = rows
+        if paired is None:
+            return (
+                rows,
+                sum_counts,
+                (
+                    f"the sum '{column}' has no count of the same values beside it (count of "
+                    "the column, or count(*) over non-null values) to tell when it becomes NULL"
+                ),
+            )
+        sum_counts[column] = paired
+    if grouped and rows is None:
+        return rows, sum_counts, "the view has no count(*) column to tell when a group empties"
+    return rows, sum_counts, None
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f"'{n}'" for n in names)
 
 
 def _children(node: object) -> list:

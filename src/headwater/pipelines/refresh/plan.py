@@ -12,7 +12,10 @@ exact result depends on changed), *append* (only rows were appended to inputs wh
 map to the view's rows one by one: the query runs on the new rows and its result is
 appended), *group aggregate* (only rows were appended to the inputs of one GROUP BY whose
 aggregates combine — sum, count, min, max, count_if: the query runs on the new rows and
-its groups merge into the view's) and *full recompute*.
+its groups merge into the view's; or rows were also updated or deleted in inputs whose
+change data feed has them, and the aggregates can take rows back — counts and exact sums,
+with a ``count(*)`` to tell when a group empties: the query runs on the removed rows too,
+and their groups are subtracted) and *full recompute*.
 """
 
 from __future__ import annotations
@@ -83,6 +86,12 @@ class Aggregation:
     keys: tuple[str, ...]  # the view's grouping columns
     columns: Mapping[str, Combine]  # the view's aggregate columns, when all combine
     not_mergeable: str | None = None  # why the aggregates cannot combine, if they cannot
+    # Taking rows back (updates, deletes): the column counting a group's rows (count(*)),
+    # for each sum the count column that says whether it is NULL (no non-null value left),
+    # and why rows cannot be taken back, if they cannot.
+    rows: str | None = None
+    sum_counts: Mapping[str, str] | None = None
+    not_retractable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,8 @@ class Facts:
     rewrite_up_to: int = 256 * 1024 * 1024  # bytes: a view this small is rewritten, not merged
     rows_appended: int | None = None  # rows the appended inputs gained (None: not counted)
     rows_in_inputs: int | None = None  # rows the changed inputs hold now
+    # Inputs whose change data feed holds every row changed since the recorded version.
+    change_feed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -129,6 +140,7 @@ class RefreshPlan:
     full_reason: str | None = None  # why not incremental, when it is a full recompute
     aggregation: Aggregation | None = None  # the groups to merge (group aggregate)
     merge: bool = False  # group aggregate by MERGE (a large view), else the view rewritten
+    retract: bool = False  # group aggregate: rows were removed too (read from the change feed)
     view_version: int | None = None  # the view's version the plan was made on
     rows_appended: int | None = None  # (as in the facts: what the event log shows)
     rows_in_inputs: int | None = None
@@ -183,6 +195,7 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
                 (*considered, full),
                 aggregation=facts.shape.aggregate if chosen is grouped else None,
                 merge=chosen is grouped and _merges(facts),
+                retract=chosen is grouped and bool(_changed(facts)[1]),
                 view_version=facts.view_version,
             )
     if initializing is not None:
@@ -268,18 +281,24 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
     def no(reason: str) -> Considered:
         return Considered(Technique.GROUP_AGGREGATE, False, reason)
 
-    changed, blocked = _appended(facts, initializing)
+    blocked = _not_incremental(facts, initializing)
     if blocked is not None:
         return no(blocked)
+    changed, updated = _changed(facts)
     aggregate = facts.shape.aggregate
     if aggregate is None:
         return no("the query is not one GROUP BY over its inputs' rows")
+    what = f"input {_names(changed)} changed ({_kinds(facts, changed)})"
     if aggregate.not_mergeable is not None:
-        return no(f"input {_names(changed)} changed (appends), but {aggregate.not_mergeable}")
+        return no(f"{what}, but {aggregate.not_mergeable}")
+    if updated:
+        blocked = _unretractable(facts, updated, aggregate)
+        if blocked is not None:
+            return no(f"{what}, but {blocked}")
     if facts.expectations or facts.quarantines:
         return no("the view's expectations are checked on whole rows, not on merged groups")
     new, total = facts.rows_appended, facts.rows_in_inputs
-    if new is not None and total and new * 2 > total:
+    if not updated and new is not None and total and new * 2 > total:
         return no(
             f"{new:,} of the inputs' {total:,} rows are new: aggregating them all costs "
             "little more than the new ones and saves combining the groups"
@@ -293,12 +312,43 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
         if _merges(facts)
         else "in one rewrite of the view, smaller than a MERGE's fixed cost"
     )
+    if updated:
+        return Considered(
+            Technique.GROUP_AGGREGATE,
+            True,
+            f"rows of {_names(updated)} were updated or deleted and its change data feed has "
+            f"them: the removed rows' aggregates ({kinds}) are taken back from their groups "
+            f"and the added rows' added, {how}; groups left with no row are deleted",
+        )
     return Considered(
         Technique.GROUP_AGGREGATE,
         True,
         f"rows were only appended to {_names(changed)}; their groups' aggregates ({kinds}) "
         f"merge into the view's {how}",
     )
+
+
+def _unretractable(facts: Facts, updated: list[str], aggregate: Aggregation) -> str | None:
+    """Why the rows removed from ``updated`` cannot be taken back from the view's groups,
+    if they cannot: their change feed does not have them, or an aggregate cannot lose rows."""
+    unfed = [k for k in updated if k not in facts.change_feed]
+    if unfed:
+        return (
+            f"{_names(unfed)} has no change data feed over the changes (table property "
+            "delta.enableChangeDataFeed = true) to take removed rows back"
+        )
+    return aggregate.not_retractable
+
+
+def _kinds(facts: Facts, keys: list[str]) -> str:
+    return ", ".join(sorted({facts.changes.get(k, Change.UPDATES).value for k in keys}))
+
+
+def _changed(facts: Facts) -> tuple[list[str], list[str]]:
+    """The inputs that changed, and those of them changed by more than appends."""
+    changes = {k: facts.changes.get(k, Change.UPDATES) for k in facts.inputs}
+    changed = sorted(k for k, c in changes.items() if c != Change.NONE)
+    return changed, [k for k in changed if changes[k] != Change.APPENDS]
 
 
 def _merges(facts: Facts) -> bool:
@@ -316,13 +366,10 @@ def _appended(facts: Facts, initializing: str | None) -> tuple[list[str], str | 
     blocked = _not_incremental(facts, initializing)
     if blocked is not None:
         return [], blocked
-    changes = {k: facts.changes.get(k, Change.UPDATES) for k in facts.inputs}
-    changed = sorted(k for k, c in changes.items() if c != Change.NONE)
-    updated = sorted(k for k in changed if changes[k] != Change.APPENDS)
+    changed, updated = _changed(facts)
     if not updated:
         return changed, None
-    kinds = sorted({changes[k].value for k in updated})
-    return changed, f"input {_names(updated)} changed ({', '.join(kinds)})"
+    return changed, f"input {_names(updated)} changed ({_kinds(facts, updated)})"
 
 
 def _joins_block(facts: Facts, changed: list[str]) -> str | None:

@@ -197,7 +197,7 @@ class FlowExecutor:
     ) -> flow_runs.WriteResult | None:
         """A materialized view's refresh by the technique its plan chose (logged first)."""
         flow, dataset = af.flow, graph.datasets[af.target]
-        plan, record, appended = view_refresh.plan_view(
+        plan, record, changed = view_refresh.plan_view(
             self.ctx.spark, af, dataset, df, versions, frames, quarantines=aside is not None
         )
         self.ctx.log.event(
@@ -210,21 +210,36 @@ class FlowExecutor:
         run.technique = plan.technique.value
         if plan.technique == Technique.NO_OP:
             return None
-        if plan.technique in (Technique.APPEND, Technique.GROUP_AGGREGATE):
-            # The same query on the new rows of the appended inputs and on the others'
-            # rows at the versions recorded: the rows a recompute would add (append), or
-            # the touched groups' aggregates of the new rows (group aggregate).
-            new = self.reads(graph, af, run, pins=versions, appended=appended)
+        if changed is not None:
+            # The same query on the changed inputs' added rows (and, to take back, on their
+            # removed rows) with the others' rows at the versions recorded: the rows a
+            # recompute would add (append), or the touched groups' aggregates (group
+            # aggregate).
+            opened = [self.reads(graph, af, run, pins=versions, appended=changed.added)]
+            if changed.removed is not None:
+                opened.append(self.reads(graph, af, run, pins=versions, appended=changed.removed))
             try:
-                rows = evaluate(flow, new)
+                rows = evaluate(flow, opened[0])
                 if plan.technique == Technique.GROUP_AGGREGATE:
                     assert plan.aggregation is not None and plan.view_version is not None
+                    removed = evaluate(flow, opened[1]) if len(opened) > 1 else None
+                    rows = view_refresh.signed_groups(rows, removed, plan.aggregation)
                     if plan.merge:
                         return view_refresh.merge_groups(
-                            self.ctx.spark, af.target, rows, plan.aggregation, record
+                            self.ctx.spark,
+                            af.target,
+                            rows,
+                            plan.aggregation,
+                            record,
+                            retract=plan.retract,
                         )
                     rows = view_refresh.combined_groups(
-                        self.ctx.spark, af.target, plan.view_version, rows, plan.aggregation
+                        self.ctx.spark,
+                        af.target,
+                        plan.view_version,
+                        rows,
+                        plan.aggregation,
+                        retract=plan.retract,
                     )
                 return flow_runs.refresh_view(
                     self.ctx.spark,
@@ -237,7 +252,8 @@ class FlowExecutor:
                     append=plan.technique == Technique.APPEND,
                 )
             finally:
-                new.drop_views()
+                for reads in opened:
+                    reads.drop_views()
         return flow_runs.refresh_view(
             self.ctx.spark,
             af,

@@ -5,13 +5,15 @@ the record the refresh leaves in the view's commit for the next one."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater import api
 from headwater.delta.write.batch import WriteResult
+from headwater.engines.door import TableDoor
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.refresh import inputs as view_inputs
@@ -25,6 +27,8 @@ from headwater.pipelines.refresh.plan import (
     plan_refresh,
 )
 
+CHANGE_TYPE = "_change_type"  # the change data feed's own columns
+CDF_COLUMNS = (CHANGE_TYPE, "_commit_version", "_commit_timestamp")
 # Session setting: the largest view (bytes) the group aggregate technique rewrites whole
 # rather than MERGEs into (see :func:`headwater.pipelines.refresh.plan.plan_refresh`).
 REWRITE_UP_TO = "headwater.pipelines.groupAggregate.rewriteUpToBytes"
@@ -40,6 +44,17 @@ def input_versions(spark: SparkSession, graph: Graph, af: AnalysedFlow) -> dict[
     return found
 
 
+@dataclass(frozen=True)
+class ChangedRows:
+    """The changed inputs' rows an incremental refresh runs its query on: those added
+    (appended, inserted, or an update's new image) and, when rows were also updated or
+    deleted, those removed (deleted, or an update's old image; empty for inputs that only
+    grew)."""
+
+    added: dict[str, DataFrame]
+    removed: dict[str, DataFrame] | None = None
+
+
 def plan_view(
     spark: SparkSession,
     af: AnalysedFlow,
@@ -49,20 +64,21 @@ def plan_view(
     frames: Mapping[str, Sequence[DataFrame]],
     *,
     quarantines: bool = False,
-) -> tuple[RefreshPlan, str, dict[str, DataFrame]]:
+) -> tuple[RefreshPlan, str, ChangedRows | None]:
     """The plan of this refresh, what its commit records, and (for the *append* and
-    *group aggregate* techniques) the new rows of each appended input."""
+    *group aggregate* techniques) the changed inputs' rows."""
     definition = view_inputs.definition_digest(af.flow, af.schema.json())
     view = api.table(spark, af.target)
     recorded, view_version = (
         view_inputs.last_recorded(view.location) if view.exists() else (None, None)
     )
-    changes = {}
+    found: dict[str, view_inputs.InputChange] = {}
     if recorded is not None:
         for key, now in versions.items():
             if now is not None and key in recorded.inputs:
                 location = api.table(spark, key).location
-                changes[key] = view_inputs.change_between(location, recorded.inputs[key], now)
+                found[key] = view_inputs.change_between(location, recorded.inputs[key], now)
+    changes = {k: f.change for k, f in found.items()}
     all_frames = [d for reads in frames.values() for d in reads]
     deterministic, unversioned = view_inputs.query_facts(df, all_frames)
     unversioned += tuple(k for k, v in versions.items() if v is None)
@@ -79,11 +95,12 @@ def plan_view(
         quarantines=quarantines,
         expectations=bool(dataset.expectations),
         view_bytes=view_inputs.data_bytes(view.location) if view_version is not None else None,
+        change_feed=frozenset(k for k, f in found.items() if f.change_feed),
     )
     grown = sorted(k for k, c in changes.items() if c == Change.APPENDS)
-    if grown and recorded is not None:
-        added, total = _row_counts(spark, grown, recorded.inputs, versions)
-        facts = replace(facts, rows_appended=added, rows_in_inputs=total)
+    if grown and len(grown) == len([c for c in changes.values() if c != Change.NONE]):
+        gained, held = _row_counts(spark, grown, found, versions)
+        facts = replace(facts, rows_appended=gained, rows_in_inputs=held)
     rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
     if rewrite_up_to:
         facts = replace(facts, rewrite_up_to=int(rewrite_up_to))
@@ -91,86 +108,181 @@ def plan_view(
         {k: v for k, v in versions.items() if v is not None}, definition
     )
     plan = plan_refresh(af.target, facts)
-    appended: dict[str, DataFrame] = {}
-    if plan.technique in (Technique.APPEND, Technique.GROUP_AGGREGATE):
-        assert recorded is not None
-        for key, change in changes.items():
-            if change != Change.APPENDS:
-                continue
-            now = versions[key]
-            assert now is not None
-            rows = api.table(spark, key).read_appended(recorded.inputs[key], now)
-            if rows is None:  # compacted away since: recompute
+    if plan.technique not in (Technique.APPEND, Technique.GROUP_AGGREGATE):
+        return plan, record, None
+    assert recorded is not None
+    rows = ChangedRows({}, {} if plan.retract else None)
+    for key, change in changes.items():
+        if change == Change.NONE:
+            continue
+        table, since, now = api.table(spark, key), recorded.inputs[key], versions[key]
+        assert now is not None
+        if change == Change.UPDATES:  # (only planned where the change feed has them)
+            added, removed = _changed_rows(_change_feed(spark, table, since, now))
+        else:
+            appended = table.read_appended(since, now)
+            if appended is None:  # compacted away since: recompute
                 facts = replace(facts, appends_readable=False)
-                return plan_refresh(af.target, facts), record, {}
-            appended[key] = rows
-    return plan, record, appended
+                return plan_refresh(af.target, facts), record, None
+            added, removed = appended, appended.limit(0)
+        rows.added[key] = added
+        if rows.removed is not None:
+            rows.removed[key] = removed
+    return plan, record, rows
+
+
+def _change_feed(spark: SparkSession, table: TableDoor, since: int, now: int) -> DataFrame:
+    """The change data feed of the commits after ``since`` up to ``now``: their change
+    files read by Spark's own Parquet scan when they hold the whole change (an UPDATE,
+    DELETE or MERGE each wrote some), else the ``delta`` reader's feed, which also derives
+    changes from added and removed files (in Python workers: slower, and the first
+    read in a session starts them)."""
+    files = view_inputs.change_files(table.location, since, now)
+    if not files:
+        options = {"startingVersion": str(since + 1), "endingVersion": str(now)}
+        return table.read(options={"readChangeFeed": "true", **options})
+    schema = table.read(version=now).schema
+    kind = StructField(CHANGE_TYPE, StringType(), True)
+    return spark.read.schema(StructType([*schema.fields, kind])).parquet(*files)
+
+
+def _changed_rows(feed: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The change feed's rows split into those added and those removed, in the table's
+    columns."""
+    columns = [f"`{c}`" for c in feed.columns if c not in CDF_COLUMNS]
+    kind = F.col(CHANGE_TYPE)
+    added = feed.where(kind.isin("insert", "update_postimage")).select(*columns)
+    removed = feed.where(kind.isin("delete", "update_preimage")).select(*columns)
+    return added, removed
 
 
 def _row_counts(
     spark: SparkSession,
     keys: Sequence[str],
-    since: Mapping[str, int],
+    found: Mapping[str, view_inputs.InputChange],
     now: Mapping[str, int | None],
 ) -> tuple[int | None, int | None]:
-    """The rows the appended inputs gained and hold now, from their logs' stats (what the
-    cost model weighs and the planning event shows), or None where a count is unknown."""
+    """The rows the appended inputs gained (counted from their commits' stats as they were
+    classified) and hold now: what the cost model weighs and the planning event shows."""
     added: int | None = 0
     total: int | None = 0
     for key in keys:
-        location, version = api.table(spark, key).location, now[key]
+        version = now[key]
         assert version is not None
-        n = view_inputs.rows_added(location, since[key], version)
-        t = view_inputs.rows_at(location, version)
+        n = found[key].rows_added
+        t = view_inputs.rows_at(api.table(spark, key).location, version)
         added = None if added is None or n is None else added + n
         total = None if total is None or t is None else total + t
     return added, total
 
 
+def signed_groups(
+    added: DataFrame, removed: DataFrame | None, aggregation: Aggregation
+) -> DataFrame:
+    """The groups of the query on the added rows and, negated, those on the removed rows:
+    what each touched group's counts and sums change by (a sum's NULL adds nothing)."""
+    if removed is None:
+        return added
+    negated = removed.select(
+        *[
+            (-F.col(f"`{c}`")).cast(removed.schema[c].dataType).alias(c)
+            if c in aggregation.columns
+            else F.col(f"`{c}`")
+            for c in removed.columns
+        ]
+    )
+    return added.unionByName(negated)
+
+
 def merge_groups(
-    spark: SparkSession, target: str, groups: DataFrame, aggregation: Aggregation, record: str
+    spark: SparkSession,
+    target: str,
+    groups: DataFrame,
+    aggregation: Aggregation,
+    record: str,
+    *,
+    retract: bool = False,
 ) -> WriteResult:
     """The *group aggregate* technique's commit on a large view: ``groups`` (the query on
-    the new rows: one row per touched group) merged into the view ``target`` by its keys
-    (NULL keys matching NULL keys), each aggregate combined with the view's, the refresh's
+    the new rows: one row per touched group; with ``retract``, :func:`signed_groups`)
+    merged into the view ``target`` by its keys (NULL keys matching NULL keys), each
+    aggregate combined with the view's, groups left with no row deleted, the refresh's
     record in the same commit."""
+    if retract:
+        groups = _regrouped(groups, aggregation, groups.schema)
     keys = [f"t.`{k}` <=> s.`{k}`" for k in aggregation.keys]
     condition = " AND ".join(keys) if keys else F.lit(True)
     combined = {
         f"`{c}`": _combine(F.col(f"t.`{c}`"), F.col(f"s.`{c}`"), how)
         for c, how in aggregation.columns.items()
     }
+    for column, count in (aggregation.sum_counts or {}).items() if retract else ():
+        left = F.col(f"t.`{count}`") + F.col(f"s.`{count}`")
+        combined[f"`{column}`"] = F.when(left == 0, F.lit(None)).otherwise(combined[f"`{column}`"])
+    clauses = [api.Clause("matched", "update", None, combined), api.Clause("not_matched", "insert")]
+    if retract and aggregation.keys and aggregation.rows is not None:
+        rows = f"s.`{aggregation.rows}`"
+        emptied = F.expr(f"t.`{aggregation.rows}` + {rows} = 0")
+        clauses = [
+            api.Clause("matched", "delete", emptied),
+            clauses[0],
+            api.Clause("not_matched", "insert", F.expr(f"{rows} > 0")),
+        ]
     result = api.table(spark, target).merge(
-        groups.alias("s"),
-        condition,
-        [api.Clause("matched", "update", None, combined), api.Clause("not_matched", "insert")],
-        target_alias="t",
-        user_metadata=record,
+        groups.alias("s"), condition, clauses, target_alias="t", user_metadata=record
     )
-    touched = result.metrics.get("numTargetRowsUpdated", 0) + result.metrics.get(
-        "numTargetRowsInserted", 0
+    metrics = result.metrics
+    touched = sum(
+        metrics.get(m, 0)
+        for m in ("numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted")
     )
     return WriteResult(result.version, num_rows=touched)
 
 
 def combined_groups(
-    spark: SparkSession, target: str, version: int, groups: DataFrame, aggregation: Aggregation
+    spark: SparkSession,
+    target: str,
+    version: int,
+    groups: DataFrame,
+    aggregation: Aggregation,
+    *,
+    retract: bool = False,
 ) -> DataFrame:
-    """The view's rows at ``version`` with ``groups`` (the query on the new rows) combined
-    in: both unioned and aggregated again by the keys (NULL keys group together, as in the
-    query), each aggregate by its combining function — sums and counts summed, minimums and
-    maximums taken again. What the *group aggregate* technique writes over a small view, in
-    one overwrite: one aggregation of a view's worth of rows, no join."""
+    """The view's rows at ``version`` with ``groups`` (the query on the new rows; with
+    ``retract``, :func:`signed_groups`) combined in: both unioned and aggregated again by
+    the keys (NULL keys group together, as in the query), each aggregate by its combining
+    function — sums and counts summed, minimums and maximums taken again; with ``retract``
+    a sum whose count reaches 0 is NULL and a group whose rows do is gone. What the *group
+    aggregate* technique writes over a small view, in one overwrite: one aggregation of a
+    view's worth of rows, no join."""
     view = api.table(spark, target).read(version=version)
-    both = view.unionByName(groups.select(*view.columns))
+    both = view.unionByName(groups.select(*[f"`{c}`" for c in view.columns]))
+    combined = _regrouped(both, aggregation, view.schema)
+    if retract:
+        combined = _emptied(combined, aggregation)
+    return combined.select(*[f"`{c}`" for c in view.columns])
+
+
+def _regrouped(rows: DataFrame, aggregation: Aggregation, schema: StructType) -> DataFrame:
+    """``rows`` (groups' partial results) aggregated again by the keys."""
     again = {Combine.SUM: F.sum, Combine.ADD: F.sum, Combine.LEAST: F.min, Combine.GREATEST: F.max}
     aggregates = [
-        again[how](F.col(f"`{c}`")).cast(view.schema[c].dataType).alias(c)
+        again[how](F.col(f"`{c}`")).cast(schema[c].dataType).alias(c)
         for c, how in aggregation.columns.items()
     ]
     keys = [F.col(f"`{k}`") for k in aggregation.keys]
-    combined = both.groupBy(*keys).agg(*aggregates) if keys else both.agg(*aggregates)
-    return combined.select(*[f"`{c}`" for c in view.columns])
+    return rows.groupBy(*keys).agg(*aggregates) if keys else rows.agg(*aggregates)
+
+
+def _emptied(groups: DataFrame, aggregation: Aggregation) -> DataFrame:
+    """Groups with rows taken back: a sum with no value left is NULL, a group with no row
+    left is gone (a global aggregate keeps its one row)."""
+    for column, count in (aggregation.sum_counts or {}).items():
+        value = F.when(F.col(f"`{count}`") == 0, F.lit(None)).otherwise(F.col(f"`{column}`"))
+        groups = groups.withColumn(column, value.cast(groups.schema[column].dataType))
+    if aggregation.keys and aggregation.rows is not None:
+        groups = groups.where(F.col(f"`{aggregation.rows}`") > 0)
+    return groups
 
 
 def _combine(old: Column, new: Column, how: Combine) -> Column:
