@@ -1,16 +1,17 @@
 """Materialized views refreshed incrementally against a full recompute of the same view.
 
 A silver streaming table is fed ``--rows`` rows (``id``, ``k`` = one of ``--groups``
-groups, ``amount``) from a source Delta table, untimed. Two gold views hold the same
-aggregate, ``GROUP BY k`` with ``sum``, ``count``, ``min`` and ``max``: ``gold`` with the
+groups, ``amount``) from a source Delta table, untimed; silver keeps a change data feed.
+Two gold views hold the same aggregate, ``GROUP BY k`` with ``sum(amount)``, ``count(*)``
+and ``count(amount)`` (what lets the sum take rows back): ``gold`` with the
 default refresh policy (headwater picks the technique) and ``gold_full`` with
 ``refresh_policy="full"`` (the baseline: what Spark's own pipelines do on every update).
 Measured, each view refreshed alone in its own update, the flow's seconds:
 
 * **1% appended** to silver (``GROUP_AGGREGATE``: the new rows aggregated and merged);
 * **no change** (``NO_OP``: nothing read, nothing committed);
-* **1% updated** in silver (rows rewritten: a full recompute for both today, since
-  retracting updated rows from the groups needs the change feed; the ratio shows it).
+* **1% updated** in silver (``GROUP_AGGREGATE``: the updated rows' old and new images read
+  from silver's change data feed, the old taken back from their groups, the new added).
 
 After each step both views must hold the same rows and the technique logged must be the
 one expected, so a fast wrong answer fails the run.
@@ -36,7 +37,7 @@ VIEWS = textwrap.dedent(
     from pyspark.sql import functions as F
 
 
-    @dlt.table
+    @dlt.table(table_properties={"delta.enableChangeDataFeed": "true"})
     def silver():
         return spark.readStream.table("bench_src.facts")
 
@@ -44,7 +45,7 @@ VIEWS = textwrap.dedent(
     def aggregate():
         return spark.read.table("silver").groupBy("k").agg(
             F.sum("amount").alias("total"), F.count("*").alias("n"),
-            F.min("amount").alias("low"), F.max("amount").alias("high"),
+            F.count("amount").alias("amounts"),
         )
 
 
@@ -122,7 +123,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     measure("append", f"1% appended ({n // 100:,} rows to {n:,})", "GROUP_AGGREGATE")
     measure("no_change", "no change", "NO_OP")
     spark.sql("UPDATE bench_views.silver SET amount = amount + 1 WHERE id % 100 = 0")
-    measure("update", "1% updated", "FULL_RECOMPUTE")
+    measure("update", "1% updated", "GROUP_AGGREGATE")
     no_change = results["no_change"]["ours_s"]
     return {
         "rows": n,
