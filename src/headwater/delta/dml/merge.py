@@ -446,7 +446,7 @@ class _Merge:
             for prefix, group in self.plan.groups():
                 for i, c in enumerate(group):
                     if c.action in ("update", "insert"):
-                        current = value if c.action == "update" else None
+                        current = value if c.action == "update" else column_values.default_value(f)
                         new = assigned(c, f.name, self.src_columns, current)
                         if new is not None:
                             test = self._is(f"{prefix}{i}")

@@ -45,6 +45,14 @@ def missing_value(field: StructField) -> Column:
     return F.lit(None).cast(field.dataType)
 
 
+def default_value(field: StructField) -> Column | None:
+    """A MERGE insert's value for a column its clause leaves out: the column's default,
+    as delta-spark fills it (None: no default, the column is NULL; generated columns are
+    computed afterwards, by :func:`recompute`)."""
+    meta = field.metadata or {}
+    return F.expr(str(meta[DEFAULT])).cast(field.dataType) if DEFAULT in meta else None
+
+
 def checks(schema: StructType) -> dict[str, str]:
     """The CHECK constraints generated columns imply (name -> expression)."""
     return {

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from headwater.delta import names
-from headwater.delta.log import clustering
+from headwater.delta.log import clustering, time_travel
 from headwater.delta.log import protocol as protocols
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.errors import HeadwaterError
@@ -44,7 +44,7 @@ def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFra
         rows.append(
             (
                 int(h["version"]),
-                _utc(h["timestamp"]),
+                _utc(time_travel.commit_time(h)),
                 h.get("userId"),
                 h.get("userName"),
                 # Tables written by headwater 0.1 kept the operation in a key of its own.
@@ -81,7 +81,7 @@ def detail(spark: SparkSession, path: str) -> DataFrame:
     meta, protocol = snap.metadata, snap.protocol
     # Legacy protocols list no features: name those their versions imply, as delta-spark.
     features = sorted(protocols.reader_features(protocol) | protocols.writer_features(protocol))
-    last = DeltaLog(snap.root).history(1)[0]["timestamp"]
+    last = time_travel.commit_time(DeltaLog(snap.root).history(1)[0])
     row = (
         "delta", meta.id, _name(spark, snap.root) or meta.name, meta.description, snap.root,
         _utc(meta.created_time or last), _utc(last),

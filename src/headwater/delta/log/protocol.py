@@ -139,6 +139,15 @@ def needed_features(metadata: Metadata) -> frozenset[str]:
         found.add("invariants")
     if '"CURRENT_DEFAULT"' in schema:
         found.add("allowColumnDefaults")
+    # Properties that turn on features whose writer rules headwater does not keep: listed
+    # here so that a table asking for them needs them, and check_writable refuses by name
+    # rather than creating a table that claims the property without the feature.
+    if _true(config, "delta.enableRowTracking"):
+        found |= {"rowTracking", "domainMetadata"}
+    if _true(config, "delta.enableInCommitTimestamps"):
+        found.add("inCommitTimestamp")
+    if str(config.get("delta.checkpointPolicy", "classic")).lower() == "v2":
+        found.add("v2Checkpoint")
     found |= declared_features(config)
     if _true(config, "delta.enableTypeWidening") or '"delta.typeChanges"' in schema:
         found.add("typeWidening")

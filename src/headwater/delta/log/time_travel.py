@@ -62,12 +62,18 @@ def check_version(
     raise VersionNotFoundError(f"Cannot time travel Delta table to version {version}. {available}")
 
 
+def commit_time(info: dict[str, Any]) -> int:
+    """A commit's time (ms): its in-commit timestamp where the table keeps them (the time
+    the protocol defines then; ``timestamp`` may differ), else its commitInfo's timestamp."""
+    return int(info.get("inCommitTimestamp") or info.get("timestamp") or 0)
+
+
 def version_as_of(history: list[dict[str, Any]], when: datetime, restoring: bool = False) -> int:
     """The version current at ``when`` (the newest committed at or before it), from the
     commit timestamps of ``history()``. A time after the latest commit or before the first
     kept one is refused, as delta-spark refuses it (``restoring``: in RESTORE's words)."""
     limit = when.timestamp() * 1000
-    stamps = {int(h["version"]): int(h.get("timestamp", 0)) for h in history}
+    stamps = {int(h["version"]): commit_time(h) for h in history}
     if not stamps:
         raise ValueError("the log holds no commit")
     latest = max(stamps)
