@@ -38,8 +38,9 @@ case "$TIER" in
   on-delta-spark)
     # The main suite's tests, unchanged, on the delta-spark engine (the session fixture's
     # headwater.session() reads HEADWATER_DELTA_ENGINE): pipelines with expectations,
-    # quarantine, AUTO CDC and refresh kinds, a SIGKILLed update, Auto Loader and COPY INTO
-    # (each with a SIGKILL test; tests needing headwater's engine skip, tests/engine_marks.py); and
+    # quarantine, AUTO CDC and refresh kinds, a SIGKILLed update (Auto Loader's source
+    # killed with it), Auto Loader, COPY INTO (races, SIGKILLed loads; tests needing
+    # headwater's engine skip, tests/engine_marks.py), ~5 min of the lane; and
     # tests/on_delta_spark; and delta-spark's own Python suite (tests/delta_spark_suite,
     # upstream's tests as they are on this engine). Same venv and jars as delta-spark.
     VENV_OF=delta-spark
@@ -58,16 +59,21 @@ case "$TIER" in
       "tests/pipelines/test_auto_cdc_snapshots.py::test_snapshots_from_a_function_apply_in_version_order_once"
       "tests/pipelines/test_updates.py::test_full_refresh_clears_the_table_and_reprocesses_every_file"
       tests/pipelines/test_crash.py
-      tests/copyinto/test_copy_into.py
-      tests/copyinto/test_record.py
-      "tests/copyinto/test_copy_into_formats.py::test_format_into_a_typed_table"
+      "tests/copyinto/test_copy_into.py::test_load_then_rerun_loads_nothing_even_if_a_file_changed"
+      "tests/copyinto/test_copy_into.py::test_merge_schema_adds_new_columns"
+      "tests/copyinto/test_copy_into.py::test_corrupt_files_are_skipped_with_ignore_corrupt_files_and_counted"
+      "tests/copyinto/test_copy_into.py::test_history_records_files_bytes_rows"
+      "tests/copyinto/test_copy_into.py::test_rescued_data_column_and_modes"
+      "tests/copyinto/test_copy_into.py::test_pattern_and_files_choose_the_files"
+      "tests/copyinto/test_record.py::test_a_load_planned_before_a_concurrent_load_of_the_same_files_conflicts"
+      "tests/copyinto/test_record.py::test_a_load_planned_before_a_concurrent_load_of_other_files_commits"
+      "tests/copyinto/test_copy_into_formats.py::test_format_into_a_typed_table[json]"
+      "tests/copyinto/test_copy_into_formats.py::test_format_into_a_typed_table[parquet]"
       "tests/copyinto/test_concurrency_and_crash.py::test_two_concurrent_loads_of_the_same_files_load_each_once"
       "tests/copyinto/test_concurrency_and_crash.py::test_killed_repeatedly_while_files_land_loads_every_file_exactly_once"
       "tests/autoloader/test_source.py::test_json_ingest_infers_strings_then_types_and_picks_up_only_new_files"
-      "tests/autoloader/test_source.py::test_add_new_columns_stops_once_then_continues_with_them"
       "tests/autoloader/test_source.py::test_type_mismatch_and_case_clash_are_rescued_not_dropped"
       "tests/autoloader/test_source.py::test_explicit_schema_csv_with_partition_columns"
-      "tests/autoloader/test_crash_and_bad_input.py::test_ingest_killed_repeatedly_while_files_land_holds_every_record_once"
     )
     ;;
   kafka)

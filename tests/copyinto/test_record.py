@@ -131,3 +131,31 @@ def test_record_is_relative_to_the_source_and_names_corrupt_files():
     entry = record.entry("/land", ["/land/a.json", "/land/d=1/b.json"], ["/land/c.json"])
     assert entry == {"source": "/land", "files": ["a.json", "d=1/b.json"], "corrupt": ["c.json"]}
     assert sorted(record._paths(entry)) == ["/land/a.json", "/land/c.json", "/land/d=1/b.json"]
+
+
+def test_the_record_is_read_from_either_engines_commit():
+    entry = record.entry("/land", ["/land/a.json"], ["/land/b.json"])
+    assert record.of_commit({record.RECORD_KEY: entry}) == entry  # headwater's commitInfo
+    assert record.of_commit({"userMetadata": record.user_metadata(entry)}) == entry  # delta-spark
+    assert record.of_commit({"userMetadata": "a note of the user's"}) is None
+    assert record.of_commit({"userMetadata": '{"headwaterCopyInto": 1}'}) is None
+    # a load on headwater's engine checks a delta-spark load that committed first
+    from headwater.delta.log.actions import Commit, CommitInfo
+
+    winner = Commit(1, info=CommitInfo({"userMetadata": record.user_metadata(entry)}))
+    with pytest.raises(record.LoadConflictError, match=r"a\.json"):
+        record.NotLoadedConcurrently({"/land/a.json"}).check(winner)
+
+
+def test_a_lost_commit_of_either_engine_is_a_conflict_and_nothing_else_is():
+    from headwater.engines.door import is_conflict
+    from headwater.errors import ConcurrentTransactionException
+
+    class ConcurrentAppendException(Exception):  # delta-spark's Python exception's name
+        pass
+
+    assert is_conflict(ConcurrentTransactionException("headwater's"))
+    assert is_conflict(ConcurrentAppendException("delta-spark's"))
+    assert is_conflict(RuntimeError("[DELTA_CONCURRENT_TRANSACTION] This error occurs when"))
+    assert not is_conflict(RuntimeError("[DELTA_MISSING_DELTA_TABLE] not a Delta table"))
+    assert not is_conflict(ValueError("Concurrent"))
