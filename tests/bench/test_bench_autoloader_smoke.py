@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-FILES = 50
-ROWS_PER_FILE = 100
+FILES = 8  # four micro-batches of 2 (maxFilesPerTrigger = files / 4), as at full size
+ROWS_PER_FILE = 20
 NAMES = (
     "json ingest",
     "json ingest, inferred schema",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-FILES = 40
+FILES = 8
 ROWS_PER_FILE = 5
 NAMES = ("copy into, typed table", "copy into, schemaless table", "rerun, no new files")
 

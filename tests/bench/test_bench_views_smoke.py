@@ -22,6 +22,6 @@ def test_bench_views_runs_and_reports_ratios(run_bench):
     assert techniques == {
         "append": "GROUP_AGGREGATE",
         "no_change": "NO_OP",
-        "update": "FULL_RECOMPUTE",
+        "update": "GROUP_AGGREGATE",
     }
     assert "no change:" in stdout
