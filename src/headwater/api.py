@@ -252,14 +252,23 @@ class Table:
         self._mirror()
 
     def change_column(
-        self, column: str, new_type: DataType | None = None, comment: str | None = None
+        self,
+        column: str,
+        new_type: DataType | None = None,
+        comment: str | None = None,
+        position: str | None = None,
+        nullable: bool | None = None,
     ) -> None:
-        """ALTER COLUMN ``column`` TYPE (a Delta type widening) and/or its COMMENT."""
-        alter.change_column(self.location, column, new_type, comment)
+        """ALTER COLUMN ``column`` TYPE (a Delta type widening), COMMENT, position (``FIRST``
+        / ``AFTER other``) and/or nullability (DROP / SET NOT NULL)."""
+        alter.change_column(self.location, column, new_type, comment, position, nullable)
         self._mirror()
 
     def set_properties(self, properties: Mapping[str, str]) -> None:
         alter.set_properties(self.location, properties)
+
+    def unset_properties(self, keys: list[str], if_exists: bool = False) -> None:
+        alter.unset_properties(self.location, keys, if_exists)
 
     def cluster_by(self, columns: Sequence[str] | None) -> None:
         """Liquid clustering by ``columns`` from now on (None: no longer clustered)."""

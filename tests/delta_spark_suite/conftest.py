@@ -78,10 +78,6 @@ XFAIL: dict[str, str] = {
         "adds and drops testRemovableWriter / testRemovableReaderWriter / testReaderWriter, "
         "table features delta-spark registers only in its own test runs"
     ),
-    "test_sql.py::DeltaSqlTests::test_ddls": (
-        "ALTER TABLE forms headwater lacks on Delta tables: CHANGE COLUMN ... AFTER, "
-        "ALTER COLUMN ... DROP NOT NULL, UNSET TBLPROPERTIES, RENAME TO, SET LOCATION"
-    ),
 }
 
 

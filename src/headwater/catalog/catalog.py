@@ -211,6 +211,31 @@ class Catalog:
         if purge if purge is not None else entry.managed:
             storage.delete_dir(entry.location)
 
+    def rename_table(self, entry: TableEntry, new: TableName) -> TableEntry:
+        """``ALTER TABLE ... RENAME TO``: the entry under its new name (no Delta commit, as
+        in delta-spark). A managed table's directory moves to the new name's managed
+        location, as Spark's catalog moves it; an external one stays where it is."""
+        if self.registry.get(new) is not None:
+            raise TableAlreadyExistsError(f"Cannot rename {entry.name} to {new}: it exists.")
+        location = entry.location
+        if entry.managed:
+            location = self.registry.managed_location(new)
+            if storage.is_remote(location) or storage.exists(location):
+                raise HeadwaterError(
+                    f"Cannot move managed table {entry.name} to {location} for its new name: "
+                    "the place is taken or on object storage. Give the table a LOCATION first."
+                )
+        self.drop_table(str(entry.name), purge=False)
+        if location != entry.location:
+            storage.move(entry.location, location)
+        return self.repoint(TableEntry(new.database, new.table, location, entry.managed))
+
+    def repoint(self, entry: TableEntry) -> TableEntry:
+        """Record ``entry`` (a name's new location: ``SET LOCATION``) and mirror it."""
+        self.registry.put(entry)
+        self.register_in_spark(entry)
+        return entry
+
     # -- Spark's session catalog -----------------------------------------------------------
 
     def register_in_spark(self, entry: TableEntry) -> None:

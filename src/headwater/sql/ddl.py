@@ -8,22 +8,25 @@ Hive ``STORED AS``, a Spark view) are Spark's: the handlers return ``PASS``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
-from headwater import api
+from headwater import api, storage
 from headwater.catalog import Catalog
 from headwater.catalog.names import parse as parse_name
+from headwater.catalog.registry import TableEntry
 from headwater.delta.files import column_values, identity
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.log.operations import Operation
 from headwater.delta.options import WriteSpec
 from headwater.delta.tables import DeltaTable
-from headwater.errors import TableAlreadyExistsError
+from headwater.errors import HeadwaterError, TableAlreadyExistsError
 from headwater.sql.context import PASS, Context
-from headwater.sql.cursor import Cursor, TableRef
+from headwater.sql.cursor import Cursor, TableRef, is_name
 from headwater.sql.refs import entry_of, from_table, in_spark_catalog, is_delta, resolve_at
 from headwater.sql.text import DIALECT, parse
 from headwater.sqltypes import parse_type
@@ -323,25 +326,48 @@ def alter(ctx: Context) -> DataFrame | object:
     assert ref_tok is not None  # cur.table() read the name from it
     resolved = resolve_at(ctx.spark, ref, "ALTER TABLE", ctx.stmt, ref_tok.start)
     table = api.Table(ctx.spark, resolved.path, resolved.entry)
-    tree = parse(ctx.stmt)
+    if cur.accept("UNSET", "TBLPROPERTIES"):
+        if_exists = cur.accept("IF", "EXISTS")
+        keys = [_property_key(item) for item in cur.items(cur.group())]
+        cur.expect_end()
+        table.unset_properties(keys, if_exists)
+        return ctx.empty()
+    tokens, position = _position(cur)
+    if position is not None and len(tokens) - cur.i == 2 + (cur.word(1) == "COLUMN"):
+        table.change_column(tokens[-1].text, position=position)  # ALTER COLUMN c FIRST
+        return ctx.empty()
+    tree = parse(ctx.stmt, tokens)
     actions = tree.args.get("actions") if isinstance(tree, exp.Alter) else None
     supported = (
-        "supported on Delta tables: ADD COLUMN(S), SET TBLPROPERTIES, ADD CONSTRAINT ... "
-        "CHECK, DROP CONSTRAINT, CLUSTER BY, ALTER COLUMN c TYPE / CHANGE COLUMN c c <type>"
+        "supported on Delta tables: ADD COLUMN(S), SET / UNSET TBLPROPERTIES, ADD CONSTRAINT "
+        "... CHECK, DROP CONSTRAINT, CLUSTER BY, ALTER COLUMN c TYPE / CHANGE COLUMN c c <type> "
+        "[FIRST | AFTER x], ALTER COLUMN c DROP / SET NOT NULL"
     )
     if not actions:
         raise ctx.stmt.error(f"This ALTER TABLE is not supported yet ({supported}).")
+    if position is not None and not (
+        len(actions) == 1
+        and isinstance(actions[0], exp.AlterColumn)
+        and _is_type_change(actions[0])
+    ):
+        raise ctx.stmt.error(f"ALTER TABLE ... {position} is not {supported}.")
     for action in actions:
         if isinstance(action, (exp.Schema, exp.ColumnDef)):
             defs = action.expressions if isinstance(action, exp.Schema) else [action]
             table.add_columns(_columns(ctx, defs))
+        elif isinstance(action, exp.AlterRename) and isinstance(action.this, exp.Table):
+            _rename(ctx, resolved.entry, action.this)
+        elif isinstance(action, exp.AlterSet) and action.args.get("location") is not None:
+            _set_location(ctx, resolved.entry, table, action.args["location"].name)
         elif isinstance(action, exp.AlterSet) and action.expressions:
             props = _Spec(ctx, ref, list(action.expressions[0].expressions)).properties
             table.set_properties(props)
         elif isinstance(action, exp.ClusterProperty):
             table.cluster_by(_cluster_columns(ctx, action) or None)
         elif isinstance(action, exp.AlterColumn) and _is_type_change(action):
-            _change_column(ctx, table, action)
+            _change_column(ctx, table, action, position)
+        elif isinstance(action, exp.AlterColumn) and _nullability(action) is not None:
+            table.change_column(action.this.name, nullable=_nullability(action))
         elif isinstance(action, exp.AddConstraint) and (check := _check(action)) is not None:
             table.add_constraint(*check)
         elif isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "CONSTRAINT":
@@ -360,14 +386,77 @@ def _is_type_change(action: exp.AlterColumn) -> bool:
     return args <= {"this", "dtype", "comment", "rename_to"} and same and len(args) > 1
 
 
-def _change_column(ctx: Context, table: api.Table, action: exp.AlterColumn) -> None:
+def _rename(ctx: Context, entry: TableEntry | None, target: exp.Table) -> None:
+    """``RENAME TO``: the catalog entry only (no Delta commit, as in delta-spark). A managed
+    table's directory moves to the new name's managed location, as Spark's catalog moves it."""
+    if entry is None:
+        raise ctx.stmt.error("ALTER TABLE RENAME TO needs a table name: a table by path has none.")
+    ref = from_table(target)
+    new = parse_name(ref.name if target.args.get("db") else f"`{entry.database}`.{ref.name}")
+    try:
+        Catalog.of(ctx.spark).rename_table(entry, new)
+    except HeadwaterError as e:  # the name is taken, or the directory cannot move
+        raise ctx.stmt.error(f"ALTER TABLE RENAME TO: {e}") from e
+
+
+def _set_location(ctx: Context, entry: TableEntry | None, table: api.Table, location: str) -> None:
+    """``SET LOCATION``: point the name at another Delta table of the same schema (catalog
+    only, no Delta commit, as in delta-spark)."""
+    if entry is None:
+        raise ctx.stmt.error("ALTER TABLE SET LOCATION needs a table name, not a path.")
+    target = DeltaLog(storage.normalize(location))
+    if not target.exists():
+        raise ctx.stmt.error(f"ALTER TABLE SET LOCATION: no Delta table at {location}.")
+    old, new = DeltaLog(table.location).snapshot().schema, target.snapshot().schema
+    if [(f.name.lower(), f.dataType) for f in old] != [(f.name.lower(), f.dataType) for f in new]:
+        raise ctx.stmt.error(
+            f"[DELTA_SET_LOCATION_SCHEMA_MISMATCH] The table at {location} has schema "
+            f"{new.simpleString()}, {entry.name} has {old.simpleString()}. Point the name at a "
+            "table of the same schema."
+        )
+    Catalog.of(ctx.spark).repoint(replace(entry, location=target.root))
+
+
+def _position(cur: Cursor) -> tuple[list[Token], str | None]:
+    """The statement's tokens without a trailing ``FIRST`` / ``AFTER col`` of ``ALTER`` /
+    ``CHANGE COLUMN`` (sqlglot reads no column position), and that position."""
+    toks = cur.toks
+    if cur.word() not in ("ALTER", "CHANGE") or len(toks) < cur.i + 3:
+        return toks, None
+    if toks[-1].text.upper() == "FIRST":
+        return toks[:-1], "FIRST"
+    if toks[-2].text.upper() == "AFTER" and is_name(toks[-1]):
+        return toks[:-2], f"AFTER {toks[-1].text}"
+    return toks, None
+
+
+def _property_key(item: list[Token]) -> str:
+    """A key of ``UNSET TBLPROPERTIES (...)``: a quoted string or a bare dotted name."""
+    return "".join(t.text for t in item)
+
+
+def _nullability(action: exp.AlterColumn) -> bool | None:
+    """True for ``ALTER COLUMN c DROP NOT NULL``, False for ``SET NOT NULL``, else None."""
+    args = {k for k, v in action.args.items() if v not in (None, False)}
+    if args == {"this", "drop", "allow_null"}:
+        return True
+    if args == {"this"} and action.args.get("allow_null") is False:
+        return False
+    return None
+
+
+def _change_column(
+    ctx: Context, table: api.Table, action: exp.AlterColumn, position: str | None = None
+) -> None:
     dtype = action.args.get("dtype") or None
     comment = action.args.get("comment") or None  # False when CHANGE COLUMN has none
     try:
         new_type = parse_type(dtype.sql("spark")) if dtype is not None else None
     except ValueError as e:
         raise ctx.stmt.error(f"Column {action.this.name}: {e}") from e
-    table.change_column(action.this.name, new_type, comment.name if comment is not None else None)
+    table.change_column(
+        action.this.name, new_type, comment.name if comment is not None else None, position
+    )
 
 
 def _check(action: exp.AddConstraint) -> tuple[str, str] | None:

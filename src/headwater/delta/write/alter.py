@@ -133,7 +133,12 @@ def drop_constraint(path: str, name: str, if_exists: bool = False) -> int | None
 
 
 def change_column(
-    path: str, column: str, new_type: DataType | None = None, comment: str | None = None
+    path: str,
+    column: str,
+    new_type: DataType | None = None,
+    comment: str | None = None,
+    position: str | None = None,
+    nullable: bool | None = None,
 ) -> int:
     """``ALTER TABLE t ALTER COLUMN c TYPE t2`` / ``CHANGE COLUMN c c t2 [COMMENT '...']``.
 
@@ -142,6 +147,10 @@ def change_column(
     ``delta.enableTypeWidening = true`` (the ``typeWidening`` feature, added to the protocol
     in the same commit when the table lacks it). The change is recorded in the column's
     ``delta.typeChanges``. Logged as delta-spark logs it: ``CHANGE COLUMN`` with the new field.
+
+    ``position`` (``FIRST`` or ``AFTER other``) moves the column, a metadata-only change as
+    in delta-spark. ``nullable=True`` is ``DROP NOT NULL``; ``nullable=False`` is ``SET NOT
+    NULL``, refused while a row holds a null there (later writes are held to it).
     """
     snapshot = DeltaLog(path).snapshot()
     snapshot.check_writable()
@@ -160,12 +169,68 @@ def change_column(
     if comment is not None:
         metadata = {**field.metadata, "comment": comment}
         field = StructField(field.name, field.dataType, field.nullable, metadata)
-    schema = StructType([field if f.name == old.name else f for f in snapshot.schema])
+    if nullable is not None and nullable != field.nullable:
+        if not nullable:
+            _check_no_nulls(SparkSession.active(), snapshot, field.name)
+        field = StructField(field.name, field.dataType, nullable, field.metadata)
+    fields = [field if f.name == old.name else f for f in snapshot.schema]
+    params: dict[str, object] = {"column": field.jsonValue()}
+    if position is not None:
+        fields = _moved(snapshot, fields, field, position)
+        params["position"] = position
     return _commit(
         snapshot,
-        Operation("CHANGE COLUMN", {"column": field.jsonValue()}),
-        replace(snapshot.metadata, schema_string=schemas.to_delta_json(schema)),
+        Operation("CHANGE COLUMN", params),
+        replace(snapshot.metadata, schema_string=schemas.to_delta_json(StructType(fields))),
+        reads=nullable is False,
     )
+
+
+def _moved(
+    snapshot: Snapshot, fields: list[StructField], field: StructField, position: str
+) -> list[StructField]:
+    """``fields`` with ``field`` moved to ``position`` (``FIRST`` or ``AFTER other``)."""
+    rest = [f for f in fields if f.name != field.name]
+    if position.upper() == "FIRST":
+        return [field, *rest]
+    anchor = position.split(None, 1)[1].strip("`") if " " in position else ""
+    at = next((i for i, f in enumerate(rest) if f.name.lower() == anchor.lower()), None)
+    if at is None:
+        raise SchemaMismatchError(
+            f"[DELTA_COLUMN_NOT_FOUND] Cannot move column {field.name} of {snapshot.root} "
+            f"{position}: no column {anchor} (columns: {', '.join(f.name for f in rest)})."
+        )
+    return [*rest[: at + 1], field, *rest[at + 1 :]]
+
+
+def _check_no_nulls(spark: SparkSession, snapshot: Snapshot, column: str) -> None:
+    """``SET NOT NULL`` holds only when no current row has a null in ``column``."""
+    count = read_snapshot(spark, snapshot).where(F.col(f"`{column}`").isNull()).count()
+    if count:
+        raise ConstraintViolationError(
+            f"[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] {count} rows in {snapshot.root} hold a null "
+            f"in column {column}; it was not made NOT NULL. Fix or delete those rows first."
+        )
+
+
+def unset_properties(path: str, keys: list[str], if_exists: bool = False) -> int:
+    """``UNSET TBLPROPERTIES [IF EXISTS] (keys)``: an unknown key is an error unless
+    ``if_exists``; logged as delta-spark logs it."""
+    snapshot = DeltaLog(path).snapshot()
+    snapshot.check_writable()
+    config = snapshot.metadata.configuration
+    missing = [k for k in keys if k not in config]
+    if missing and not if_exists:
+        raise SchemaMismatchError(
+            f"[UNSET_NONEXISTENT_PROPERTIES] {snapshot.root} has no table propert"
+            f"{'ies' if len(missing) > 1 else 'y'} {', '.join(missing)}. Use UNSET "
+            "TBLPROPERTIES IF EXISTS to ignore it."
+        )
+    metadata = replace(
+        snapshot.metadata, configuration={k: v for k, v in config.items() if k not in keys}
+    )
+    operation = Operation("UNSET TBLPROPERTIES", {"properties": keys, "ifExists": if_exists})
+    return _commit(snapshot, operation, metadata)
 
 
 def _check_widening(snapshot: Snapshot, old: StructField, new_type: DataType) -> None:
