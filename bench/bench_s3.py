@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     d = report["discovery"]
     lines += [
         "",
+        f"scan + aggregate on s3a://, LIST and HEAD requests: Delta "
+        f"{report['scan_requests']['delta']}, Parquet {report['scan_requests']['parquet']}",
         f"discovery with {d['tracked']:,} files tracked, {d['new']} new: incremental "
         f"{d['incremental_s']:.3f} s ({d['incremental_requests']} LIST requests), full "
         f"{d['full_s']:.3f} s ({d['full_requests']} LIST requests)",
@@ -122,6 +124,13 @@ def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
         )
         check(f"scan {scheme}", last["ours"] == last["native"], last)
         results[f"scan_{scheme}"] = _result(f"scan Delta on {scheme}://", ours, native, "scan")
+    requests = {
+        side: _s3a_requests(spark, tables["parquet"], lambda p=path, f=load: total(f(p)))
+        for side, path, load in (
+            ("delta", tables["s3a"], spark.read.format("delta").load),
+            ("parquet", tables["parquet"], spark.read.parquet),
+        )
+    }
     discovery = _discovery(f"s3://{prefix}/landing", args, run_dir)
     results["discovery"] = _result(
         "Auto Loader discovery (incremental vs full)",
@@ -130,7 +139,30 @@ def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
         "discovery",
     )
     state = _file_state(f"s3://{prefix}/state", args, run_dir)
-    return {"rows": args.rows, "results": results, "discovery": discovery, "file_state": state}
+    return {
+        "rows": args.rows,
+        "results": results,
+        "scan_requests": requests,
+        "discovery": discovery,
+        "file_state": state,
+    }
+
+
+def _s3a_requests(spark, path: str, fn) -> int:
+    """The LIST and HEAD requests Hadoop's S3 connector sends while ``fn`` runs (the
+    driver's and, in ``local`` mode, the executors': one JVM, one filesystem instance)."""
+    jvm = spark._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(
+        jvm.java.net.URI(path), spark._jsc.hadoopConfiguration()
+    )
+
+    def count() -> int:
+        counters = fs.getIOStatistics().counters()
+        return sum(counters.get(k) for k in ("object_list_request", "object_metadata_request"))
+
+    before = count()
+    fn()
+    return count() - before
 
 
 def _result(name: str, ours: float, native: float, kind: str) -> dict:
