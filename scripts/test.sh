@@ -35,7 +35,10 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # and 9.6 min (kafka); the longest lane decides. Since then on-delta-spark also runs
 # delta-spark's own suite (about 6 min) and the other two grew by the cross-engine races
 # and Kafka's restart, options and Debezium tests, so it has a lane to itself.
-TIERS="${HEADWATER_TIERS-delta-spark+kafka on-delta-spark}"
+# Measured 2026-11-27 (local, clean clone): delta-spark 13:18 then kafka 7:20 in one lane,
+# on-delta-spark 16:08 in the other; the engine benchmark's smoke test (2.2 min) moved
+# from the first lane's delta-spark to the second, so that both lanes take about 18.5 min.
+TIERS="${HEADWATER_TIERS-delta-spark+kafka on-delta-spark+engines-bench}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
 done
@@ -51,7 +54,11 @@ for tier in $(echo "$TIERS" | tr ' +' '\n\n' | sort -u); do
 done
 status=0
 # The slowest tests are printed at the end: where the next minutes of CI time are won.
-.venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --durations=40 "$@" || status=$?
+# --no-loadscope-reorder: files go to the workers in collection order, which
+# tests/conftest.py makes slow files first; by default xdist sends files with many tests
+# first, so the few-test crash and benchmark files ran last and left one worker busy for
+# minutes while the other idled.
+.venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder --durations=40 "$@" || status=$?
 for pid in "${prep[@]+"${prep[@]}"}"; do wait "$pid" || true; done
 # The lanes run side by side (one Spark process each, mostly waiting on a broker or on
 # each other's commits), each tier into its own log, printed whole when its lane ends.

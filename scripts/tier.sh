@@ -12,6 +12,8 @@
 #   delta-spark  pyspark 4.2.0 + delta-spark 4.4.0 (pyproject's `delta-spark` extra; the
 #                jars of the same version are jars/pom.xml's delta-spark profile), and
 #                headwater; tests/engines shares tables between the two Delta engines.
+#   engines-bench  the same venv: bench/bench_engines.py's smoke test (both engines, same
+#                data), apart from delta-spark's so that CI's two lanes end together.
 #   kafka        pyspark 4.2.0 + Spark's Kafka connector (jars/pom.xml's kafka profile) and
 #                a KRaft broker from the kafka-broker jars; tests/kafka.
 #
@@ -24,7 +26,7 @@ cd "$(dirname "$0")/.."
 die() { echo "tier.sh: $*" >&2; exit 2; }
 
 TIER="${1:-}"
-[ -n "$TIER" ] || die "name a tier: delta-spark on-delta-spark kafka"
+[ -n "$TIER" ] || die "name a tier: delta-spark engines-bench on-delta-spark kafka"
 shift
 case "$TIER" in
   delta-spark)
@@ -33,7 +35,14 @@ case "$TIER" in
     # tier runs the same Spark on every machine.
     PIP_ARGS=(-e ".[test,delta-spark]" "pyspark==4.2.0")
     JAR_TIERS=(delta-spark)
-    TESTS=(tests/engines)
+    # (the engine benchmark's smoke test is a tier of its own, below, to balance CI's lanes)
+    TESTS=(tests/engines --ignore=tests/engines/test_bench_engines_smoke.py)
+    ;;
+  engines-bench)
+    VENV_OF=delta-spark
+    PIP_ARGS=(-e ".[test,delta-spark]" "pyspark==4.2.0")
+    JAR_TIERS=(delta-spark)
+    TESTS=(tests/engines/test_bench_engines_smoke.py)
     ;;
   on-delta-spark)
     # The main suite's tests, unchanged, on the delta-spark engine (the session fixture's
@@ -83,7 +92,7 @@ case "$TIER" in
     JAR_TIERS=(kafka kafka-broker)
     TESTS=(tests/kafka)
     ;;
-  *) die "no tier '$TIER' (tiers: delta-spark on-delta-spark kafka)" ;;
+  *) die "no tier '$TIER' (tiers: delta-spark engines-bench on-delta-spark kafka)" ;;
 esac
 
 command -v java >/dev/null 2>&1 || die "Java is missing: run scripts/setup.sh first (it installs Java 17)"
