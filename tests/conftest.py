@@ -15,11 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def pytest_collection_modifyitems(config, items):
     """Files with slow tests (multi-process, crash, benchmark smoke) are collected first,
-    the order within a file kept (a stable sort). Serial runs and the tiers take files in
-    this order. Under ``-n`` xdist reorders files by their number of tests unless given
-    ``--no-loadscope-reorder`` (measured 2026-11-27: slow files, having few tests, then
-    run last and leave a tail of minutes); here the sort only orders files of equal size.
-    Passing that flag in scripts/test.sh is the next step, once a full run shows it."""
+    the order within a file kept (a stable sort), so the long ones do not run last while
+    the other worker idles. Serial runs and the tiers take files in this order; under
+    ``-n`` only with ``--no-loadscope-reorder`` (scripts/test.sh passes it), as xdist
+    otherwise sends files with many tests first and the few-test crash files last."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)
 
