@@ -33,7 +33,7 @@ from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater import engines
 from headwater.catalog import Catalog, TableEntry
-from headwater.catalog.names import delta_path
+from headwater.catalog.names import delta_path, parse
 from headwater.delta.dml import delete_update as dml
 from headwater.delta.dml.merge import merge as delta_merge
 from headwater.delta.dml.rewrite import Result as MergeResult
@@ -351,3 +351,35 @@ def find(spark: SparkSession, name: str) -> TableDoor | None:
         return delta_spark.find(spark, name)
     entry = Catalog.of(spark).get(name)
     return Table(spark, entry.location, entry) if entry is not None else None
+
+
+def schemaless_entry(spark: SparkSession, name: str) -> TableEntry | None:
+    """The catalog entry of ``name`` when it is a table without columns yet (no Delta log:
+    ``CREATE TABLE t`` without columns, which its first COPY INTO gives a schema), else
+    None. Only headwater's catalog keeps such tables: on delta-spark, always None."""
+    if engines.of(spark) == engines.DELTA_SPARK:
+        return None
+    return Catalog.of(spark).registry.get(parse(name))
+
+
+def create_schemaless(
+    spark: SparkSession, name: str, location: str | None = None, if_not_exists: bool = True
+) -> TableEntry:
+    """Record ``name`` as a table without columns (see :func:`schemaless_entry`); a named
+    error on delta-spark, whose session catalog has no such tables."""
+    engines.require_headwater(spark, "A table without columns (CREATE TABLE t without columns)")
+    catalog = Catalog.of(spark)
+    tname = parse(name)
+    existing = catalog.registry.get(tname)
+    if existing is not None:
+        if if_not_exists:
+            return existing
+        raise TableAlreadyExistsError(f"Table {tname} already exists.")
+    return catalog.entry_for_write(name, location)
+
+
+def table_names(spark: SparkSession) -> list[str]:
+    """The names of the tables the session's engine knows, for "not found" errors."""
+    if engines.of(spark) == engines.DELTA_SPARK:
+        return [t.name for t in spark.catalog.listTables()]
+    return [str(e.name) for e in Catalog.of(spark).list_tables()]

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from headwater import api, engines
-from headwater.catalog import Catalog, TableEntry
-from headwater.catalog.names import delta_path, parse
+from headwater import api
+from headwater.catalog import TableEntry
+from headwater.catalog.names import delta_path
 from headwater.delta.log.delta_log import DeltaLog, Snapshot
 from headwater.engines.door import TableDoor
 from headwater.errors import TableNotFoundError, UnsupportedFeatureError
@@ -77,14 +77,9 @@ def resolve(spark: SparkSession, target: str) -> Target:
     found = api.find(spark, target)
     if found is not None:
         return _loaded(target, DeltaLog(found.location), found)
-    catalog = _own_catalog(spark)
-    entry = catalog.registry.get(parse(target)) if catalog is not None else None
+    entry = api.schemaless_entry(spark, target)
     if entry is None:
-        known = (
-            ", ".join(str(e.name) for e in catalog.list_tables())
-            if catalog is not None
-            else ", ".join(t.name for t in spark.catalog.listTables())
-        )
+        known = ", ".join(api.table_names(spark))
         raise TableNotFoundError(
             f"COPY INTO target table '{target}' not found (known tables: {known or 'none'}). "
             f"Create it first; CREATE TABLE IF NOT EXISTS {target} without columns makes a "
@@ -96,12 +91,6 @@ def resolve(spark: SparkSession, target: str) -> Target:
     if dlog.require_table_or_empty():
         return _loaded(target, dlog, door)
     return Target(target, dlog, door, None)
-
-
-def _own_catalog(spark: SparkSession) -> Catalog | None:
-    """headwater's catalog, where tables without columns are kept; None on delta-spark,
-    whose names are the session catalog's."""
-    return Catalog.of(spark) if engines.of(spark) == engines.HEADWATER else None
 
 
 def _loaded(text: str, dlog: DeltaLog, door: TableDoor) -> Target:
@@ -127,16 +116,6 @@ def create_schemaless_table(
     known to COPY INTO only (``spark.table`` reports it as not found, as it has no data).
     A name kept by headwater's catalog: on delta-spark, a named error.
     """
-    engines.require_headwater(spark, "A table without columns (CREATE TABLE t without columns)")
-    catalog = Catalog.of(spark)
-    tname = parse(name)
-    existing = catalog.registry.get(tname)
-    if existing is not None:
-        if if_not_exists:
-            return existing
-        from headwater.errors import TableAlreadyExistsError
-
-        raise TableAlreadyExistsError(f"Table {tname} already exists.")
-    entry = catalog.entry_for_write(name, location)
+    entry = api.create_schemaless(spark, name, location, if_not_exists)
     DeltaLog(entry.location).require_table_or_empty()  # refuse a directory of other files
     return entry
