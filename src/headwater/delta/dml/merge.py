@@ -54,7 +54,7 @@ from headwater.delta.dml.rewrite import Result, commit_rewrite, evolve_schema, o
 from headwater.delta.dml.target import FILE_COL, ROW_INDEX_COL, files_named, live_rows, read_target
 from headwater.delta.files import change_data, column_values, identity
 from headwater.delta.files.data_files import STAGING_DIR, discard_files, local_path, write_files
-from headwater.delta.log.commit import Transaction
+from headwater.delta.log.commit import PartitionFilter, Transaction
 from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
 from headwater.delta.read import pruning
@@ -117,32 +117,65 @@ def merge(
         return Result(None, {})
     txn.user_metadata = user_metadata
     deletion_vectors = vectors.applies(snapshot)
+    alias = target_alias or "target"
+    read_partitions = _read_partitions(spark, snapshot, source, condition, clauses, alias)
+    files, stats = _files_in(snapshot, read_partitions)
     request = MergeRequest(
         condition,
         tuple(clauses),
         TargetFacts(
             snapshot.schema,
             tuple(snapshot.partition_columns),
-            tuple(snapshot.files),
-            snapshot.add_actions,
+            tuple(files),
+            stats,
             deletion_vectors,
             # Only rewrites weigh the rows of the files they read (reading the counts on a
             # table with deletion vectors replays the log).
             None if deletion_vectors else live_rows(snapshot),
         ),
         source.schema,
-        target_alias or "target",
+        alias,
         evolve,
     )
     keys = source_keys(request)
     plan = plan_merge(request, _measure(source, keys) if keys else None)
     if plan.changes_schema:
         snapshot.check_writable(schema_change=True)
-    run = _Merge(spark, snapshot, source, plan)
+    run = _Merge(spark, snapshot, source, plan, read_partitions)
     if plan.strategy is Strategy.DELETION_VECTORS:
         return run.run_with_vectors(txn)
     written, touched = run.run()
     return run.commit(txn, written, touched)
+
+
+def _read_partitions(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    source: DataFrame,
+    condition: ExprLike,
+    clauses: list[Clause],
+    alias: str,
+) -> PartitionFilter | None:
+    """The partitions the MERGE reads, as delta-spark records them for the conflict check:
+    those the condition's partition conjuncts on the target alone select (``t.date =
+    '2024-01-01' AND t.id = s.id`` reads one date; rows elsewhere cannot match), so a commit
+    adding files in other partitions does not conflict with it. None (every partition) when
+    there are none, or with NOT MATCHED BY SOURCE clauses, which act on every target row."""
+    if any(c.kind == "not_matched_by_source" for c in clauses):
+        return None
+    return pruning.partition_filter(spark, snapshot, condition, alias, source.columns)
+
+
+def _files_in(
+    snapshot: Snapshot, partitions: PartitionFilter | None
+) -> tuple[list[DataFile], pa.Table]:
+    """The snapshot's files in ``partitions`` (all when None) and their log entries."""
+    files = snapshot.files
+    if partitions is None or not files:
+        return files, snapshot.add_actions
+    keep = list(partitions([f.partition_values for f in files]))
+    kept = [f for f, k in zip(files, keep, strict=True) if k]
+    return kept, snapshot.add_actions.filter(pa.array(keep, pa.bool_()))
 
 
 def _measure(source: DataFrame, keys: tuple[EquiKey, ...]) -> SourceStats:
@@ -163,9 +196,15 @@ class _Merge:
     the merged rows' columns, and the writes and commit that carry them out."""
 
     def __init__(
-        self, spark: SparkSession, snapshot: Snapshot, source: DataFrame, plan: MergePlan
+        self,
+        spark: SparkSession,
+        snapshot: Snapshot,
+        source: DataFrame,
+        plan: MergePlan,
+        read_partitions: PartitionFilter | None,
     ) -> None:
         self.spark, self.snapshot, self.source, self.plan = spark, snapshot, source, plan
+        self.read_partitions = read_partitions  # for the commit's conflict check
         self.alias = plan.alias
         self.on = as_column(plan.condition)
         self.schema = snapshot.schema
@@ -239,7 +278,7 @@ class _Merge:
             )
         metrics = self._metrics(written, removed=0)
         metrics["numTargetRowsCopied"] = 0
-        txn.read_files([f.path for f in self.read])
+        txn.read_files([f.path for f in self.read], self.read_partitions)
         try:
             evolve_schema(txn, identity.with_marks(self.out_schema, written.identity_marks))
             version, metrics = vectors.commit(
@@ -494,7 +533,7 @@ class _Merge:
         version = commit_rewrite(
             txn,
             read=self.read,
-            partitions=None,
+            partitions=self.read_partitions,
             removed=removed,
             adds=written.adds,
             metrics=metrics,

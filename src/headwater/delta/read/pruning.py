@@ -205,27 +205,88 @@ def partitions_matching(
     frame = spark.createDataFrame(rows, text_schema).select(
         *[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in fields], F.col(_INDEX)
     )
-    cond = F.expr(condition) if isinstance(condition, str) else condition
     try:
+        cond = F.expr(condition) if isinstance(condition, str) else condition
         hits = {r[0] for r in frame.where(F.coalesce(cond, F.lit(False))).select(_INDEX).collect()}
     except AnalysisException:
         return None
     return [i in hits for i in range(len(values))]
 
 
-def partition_filter(
-    spark: SparkSession, snapshot: Snapshot, condition: str | Column | None
-) -> PartitionFilter | None:
-    """The partitions a condition reads, for a transaction's conflict check (None: it
-    reads data columns, so a file added in any partition may hold matching rows)."""
-    if condition is None or not snapshot.partition_columns:
+def read_predicate(
+    condition: str | Column | None,
+    partition_columns: Sequence[str],
+    alias: str | None = None,
+    other_columns: Sequence[str] = (),
+) -> str | None:
+    """The partition part of a condition, as delta-spark records a DML's read predicate:
+    the AND of its conjuncts that read partition columns alone, over bare column names
+    (None: no such conjunct, so the DML depends on every partition).
+
+    For a MERGE condition ``alias`` names the target and ``other_columns`` the source's
+    columns: a conjunct counts only when it reads the target alone (``t.date = '2024-01-01'``
+    does, ``t.id = s.id`` does not), and an unqualified name the source also has is
+    ambiguous, so it does not count either."""
+    tree = parse_condition(condition_text(condition))
+    if tree is None or not partition_columns:
         return None
-    refs = referenced_columns(condition)
-    if refs is None or not refs <= {p.lower() for p in snapshot.partition_columns}:
+    parts = {p.lower(): p for p in partition_columns}
+    theirs = {c.lower() for c in other_columns}
+    kept = []
+    for part in conjuncts(tree):
+        columns = list(part.find_all(exp.Column))
+        if not columns or part.find(exp.Subquery, exp.Exists, exp.Select) is not None:
+            continue
+        if all(_partition_column(c, parts, alias, theirs) for c in columns):
+            kept.append(
+                part.transform(
+                    lambda n: (
+                        exp.column(parts[n.name.lower()], quoted=True)
+                        if isinstance(n, exp.Column)
+                        else n
+                    )
+                )
+            )
+    if not kept:
+        return None
+    return " AND ".join(f"({k.sql(dialect='spark')})" for k in kept)
+
+
+def _partition_column(
+    column: exp.Column, parts: Mapping[str, str], alias: str | None, theirs: set[str]
+) -> bool:
+    """Whether ``column`` is one of the target's partition columns (``parts``, by lower-cased
+    name): qualified by the target's ``alias``, or unqualified and not a source column."""
+    if column.args.get("db") or column.name.lower() not in parts:
+        return False
+    if column.table:
+        return alias is not None and column.table.lower() == alias.lower()
+    return column.name.lower() not in theirs
+
+
+def partition_filter(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    condition: str | Column | None,
+    alias: str | None = None,
+    other_columns: Sequence[str] = (),
+) -> PartitionFilter | None:
+    """The partitions a condition reads, for a transaction's conflict check: those its
+    partition part (:func:`read_predicate`) admits. None when it has none, so a file added
+    in any partition may hold matching rows (as delta-spark, where a condition on data
+    columns alone reads every partition, but ``date = '2024-01-01' AND value > 5`` reads
+    one)."""
+    predicate = read_predicate(condition, snapshot.partition_columns, alias, other_columns)
+    if predicate is None:
         return None
 
     def matches(values: Sequence[Mapping[str, str | None]]) -> Sequence[bool]:
-        found = partitions_matching(spark, snapshot, condition, values)
-        return [True] * len(values) if found is None else found
+        keys = [tuple(sorted(v.items(), key=lambda kv: kv[0])) for v in values]
+        distinct = list(dict.fromkeys(keys))  # one row per partition, not per file
+        found = partitions_matching(spark, snapshot, predicate, [dict(k) for k in distinct])
+        if found is None:
+            return [True] * len(values)
+        hit = dict(zip(distinct, found, strict=True))
+        return [hit[k] for k in keys]
 
     return matches
