@@ -200,10 +200,12 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     from headwater import adapter
     from headwater.autoloader.source import CloudFilesDataSource
     from headwater.catalog import Catalog
+    from headwater.delta.files.io_choice import bind_s3_to_connector
     from headwater.delta.read.source import DeltaDataSource
 
     _refuse_connect(spark)
     _configure_stores(spark)
+    bind_s3_to_connector(spark)  # s3:// read by Spark itself where hadoop-aws is present
     for key, value in _REQUIRED_CONF.items():
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)

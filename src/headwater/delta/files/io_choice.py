@@ -9,6 +9,15 @@ copy; pyarrow writes each file once, straight to its place. Measured on the loca
 1.82x Spark's own Parquet write, through pyarrow 1.06x. So object stores are always
 written by pyarrow, and read by Spark where it can. The choice is made once per scheme and
 session and reported once, so a slow path is never a silent surprise.
+
+Hadoop names no filesystem ``s3:`` of its own, but its S3 connector (``hadoop-aws``) serves
+that scheme as well as ``s3a:`` once ``fs.s3.impl`` names it. :func:`bind_s3_to_connector`
+sets that in the session's Hadoop configuration when the connector is on the classpath and
+nothing else serves ``s3:`` (``headwater.install`` calls it, for both Delta engines): then
+``s3://`` tables are scanned by Spark like ``s3a://`` ones, the same ``spark.hadoop.fs.s3a.*``
+settings apply, and Spark names their files ``s3://`` as the user wrote them
+(``input_file_name()``, ``_metadata.file_path``). Measured (``bench/bench_s3.py``): the
+Python source's scan + aggregate of ``s3://`` was 5-13x Spark's Parquet scan.
 """
 
 from __future__ import annotations
@@ -33,6 +42,43 @@ def writes_natively(spark: SparkSession, path: str) -> bool:
     )
 
 
+# Hadoop's S3 connector and the scheme it serves under its own name.
+S3A_SCHEME = "s3a"
+# The S3 scheme Hadoop has no filesystem for until one is bound to it.
+S3_SCHEME = "s3"
+
+
+def bind_s3_to_connector(spark: SparkSession) -> bool:
+    """Let Hadoop's S3 connector serve ``s3://`` (``fs.s3.impl``) when it is on Spark's
+    classpath and nothing serves that scheme yet (the user's own ``fs.s3.impl`` is kept).
+    Whether it was bound here. Set on the session's Hadoop configuration, which every scan
+    copies to its tasks, so executors use it too."""
+    conf = spark._jsc.hadoopConfiguration()
+    if _filesystem_class(spark, S3_SCHEME) is not None:
+        return False
+    connector = _filesystem_class(spark, S3A_SCHEME)
+    if connector is None:
+        return False
+    conf.set(f"fs.{S3_SCHEME}.impl", connector)
+    log.info("headwater: s3:// is served by Hadoop's S3 connector (fs.s3.impl=%s).", connector)
+    with _lock:
+        _known.pop(S3_SCHEME, None)
+    return True
+
+
+def _filesystem_class(spark: SparkSession, scheme: str) -> str | None:
+    """The class of Spark's Hadoop filesystem for ``scheme``; None when it has none."""
+    jvm = spark._jvm
+    assert jvm is not None  # a classic session always has one
+    try:
+        found = jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
+            scheme, spark._jsc.hadoopConfiguration()
+        )
+    except Exception:  # py4j's error for UnsupportedFileSystemException
+        return None
+    return str(found.getName())
+
+
 def spark_has_filesystem(spark: SparkSession, path: str) -> bool:
     """Whether Spark's Hadoop filesystems can read ``path`` (then Spark scans its files)."""
     location = storage.parse(path)
@@ -41,16 +87,7 @@ def spark_has_filesystem(spark: SparkSession, path: str) -> bool:
     with _lock:
         if location.scheme in _known:
             return _known[location.scheme]
-    jvm = spark._jvm
-    assert jvm is not None  # a classic session always has one
-    try:
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(
-            location.scheme,
-            spark._jsc.hadoopConfiguration(),
-        )
-        found = True
-    except Exception:  # py4j's error for UnsupportedFileSystemException
-        found = False
+    found = _filesystem_class(spark, location.scheme) is not None
     with _lock:
         _known[location.scheme] = found
     log.warning(
@@ -59,7 +96,7 @@ def spark_has_filesystem(spark: SparkSession, path: str) -> bool:
         "read by Spark's native Parquet scan and written by pyarrow straight to their place"
         if found
         else "read and written by pyarrow on the executors (Spark has no filesystem for this "
-        "scheme: put a connector such as hadoop-aws on Spark's classpath and use s3a:// "
-        "for Spark's own Parquet scan)",
+        "scheme: put a connector such as hadoop-aws on Spark's classpath for Spark's own "
+        "Parquet scan of s3:// and s3a://)",
     )
     return found
