@@ -144,6 +144,10 @@ class RefreshPlan:
     view_version: int | None = None  # the view's version the plan was made on
     rows_appended: int | None = None  # (as in the facts: what the event log shows)
     rows_in_inputs: int | None = None
+    # What runs the technique: "spark" (jobs), or "arrow" (a small change on the driver,
+    # :mod:`.arrow_refresh`); and why not Arrow, when a group aggregate could not.
+    executor: str = "spark"
+    executor_reason: str | None = None
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -161,6 +165,8 @@ class RefreshPlan:
             "reason": self.reason,
             **({"rows_appended": self.rows_appended} if self.rows_appended is not None else {}),
             **({"input_rows": self.rows_in_inputs} if self.rows_in_inputs is not None else {}),
+            **({"executor": self.executor} if self.technique != Technique.NO_OP else {}),
+            **({"executor_reason": self.executor_reason} if self.executor_reason else {}),
         }
 
 

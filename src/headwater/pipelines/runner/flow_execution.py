@@ -210,6 +210,8 @@ class FlowExecutor:
         run.technique = plan.technique.value
         if plan.technique == Technique.NO_OP:
             return None
+        if changed is not None and changed.arrow is not None:  # a small change, no Spark job
+            return view_refresh.refresh_in_arrow(self.ctx.spark, af.target, changed.arrow, record)
         if changed is not None:
             # The same query on the changed inputs' added rows (and, to take back, on their
             # removed rows) with the others' rows at the versions recorded: the rows a

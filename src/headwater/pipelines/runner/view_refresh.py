@@ -16,7 +16,9 @@ from headwater.delta.write.batch import WriteResult
 from headwater.engines.door import TableDoor
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
+from headwater.pipelines.refresh import arrow_refresh
 from headwater.pipelines.refresh import inputs as view_inputs
+from headwater.pipelines.refresh.arrow_refresh import ARROW_UP_TO_ROWS
 from headwater.pipelines.refresh.plan import (
     Aggregation,
     Change,
@@ -53,6 +55,7 @@ class ChangedRows:
 
     added: dict[str, DataFrame]
     removed: dict[str, DataFrame] | None = None
+    arrow: arrow_refresh.ArrowJob | None = None  # a small change: refreshed in Arrow instead
 
 
 def plan_view(
@@ -111,6 +114,11 @@ def plan_view(
     if plan.technique not in (Technique.APPEND, Technique.GROUP_AGGREGATE):
         return plan, record, None
     assert recorded is not None
+    if plan.technique == Technique.GROUP_AGGREGATE and not plan.merge:
+        job = _arrow_job(spark, af, dataset, df, frames, plan, since=recorded.inputs, now=versions)
+        if not isinstance(job, str):
+            return replace(plan, executor="arrow"), record, ChangedRows({}, arrow=job)
+        plan = replace(plan, executor_reason=job)
     rows = ChangedRows({}, {} if plan.retract else None)
     for key, change in changes.items():
         if change == Change.NONE:
@@ -129,6 +137,49 @@ def plan_view(
         if rows.removed is not None:
             rows.removed[key] = removed
     return plan, record, rows
+
+
+def _arrow_job(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    frames: Mapping[str, Sequence[DataFrame]],
+    plan: RefreshPlan,
+    *,
+    since: Mapping[str, int],
+    now: Mapping[str, int | None],
+) -> arrow_refresh.ArrowJob | str:
+    """The group aggregate's refresh in Arrow on the driver, or why it runs in Spark."""
+    assert plan.aggregation is not None and plan.view_version is not None
+    view = api.table(spark, af.target)
+    if not view.commits_staged:
+        return "the table engine commits only its own writes"
+    query = arrow_refresh.arrow_query(df, frames)
+    if isinstance(query, str):
+        return query
+    version = now.get(query.input)
+    if version is None or query.input not in since:
+        return f"input '{query.input}' has no recorded version"
+    return arrow_refresh.small_change(
+        query,
+        plan.aggregation,
+        input_location=api.table(spark, query.input).location,
+        since=since[query.input],
+        now=version,
+        view_location=view.location,
+        view_version=plan.view_version,
+        view_partitioned=bool(dataset.partition_cols or dataset.cluster_by),
+        retract=plan.retract,
+        up_to_rows=int(spark.conf.get(arrow_refresh.UP_TO_ROWS, None) or ARROW_UP_TO_ROWS),
+    )
+
+
+def refresh_in_arrow(
+    spark: SparkSession, target: str, job: arrow_refresh.ArrowJob, record: str
+) -> WriteResult:
+    """The Arrow refresh's one commit, through the view's table."""
+    return arrow_refresh.refresh(job, record, api.table(spark, target).commit)
 
 
 def _change_feed(spark: SparkSession, table: TableDoor, since: int, now: int) -> DataFrame:

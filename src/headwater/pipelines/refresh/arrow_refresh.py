@@ -1,0 +1,297 @@
+"""The *group aggregate* technique without a Spark job, for small changes.
+
+After 1% of a 10M-row input changed, the Spark path's time is the fixed cost of its jobs
+(two or three shuffle stages and the write's job, about 2 s on 2 cores), as much as a
+recompute. When the change is small and the query simple enough to evaluate exactly in
+Arrow (:func:`arrow_query`: one GROUP BY of plain columns of one input, aggregates of
+plain columns), the refresh runs on the driver instead (:func:`refresh`): the changed
+rows read from the input's files (appended files, or the change files' old and new
+images) with pyarrow, aggregated and combined with the view's rows
+(:mod:`.arrow_combine`), written as one Parquet file, and committed — the view's new
+contents with the refresh's record (its input versions) — in one Delta commit through
+the same transaction every headwater write commits with. Anything else, or a change above
+the thresholds, takes the Spark path, and the planning event says which ran and why.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from headwater import storage
+from headwater.delta.files.arrow_read import FileTask, arrow_schema, read_files
+from headwater.delta.files.stats import file_stats
+from headwater.delta.log import protocol, replay
+from headwater.delta.log.actions import AddFile, encode_path
+from headwater.delta.log.commit import Transaction
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.operations import Operation
+from headwater.delta.read import change_feed
+from headwater.delta.write.batch import WriteResult
+from headwater.pipelines.refresh.arrow_combine import ArrowQuery, Measure, combine, partial_groups
+from headwater.pipelines.refresh.plan import Aggregation
+
+# Rows changed (added and removed) up to which the refresh runs in Arrow; the session
+# setting ``UP_TO_ROWS`` changes it (0: always Spark).
+ARROW_UP_TO_ROWS = 2_000_000
+UP_TO_ROWS = "headwater.pipelines.groupAggregate.arrowUpToRows"
+# The view's data files up to which its rows are read onto the driver (bytes).
+VIEW_UP_TO_BYTES = 64 * 1024 * 1024
+ADDED = ("insert", "update_postimage")
+REMOVED = ("delete", "update_preimage")
+_INTEGRAL = {"byte", "short", "integer", "long"}
+# The types each use of a column is exact for in Arrow as in Spark: equality and order of
+# floats differ (NaN, -0.0), and sums of floats depend on their order.
+_KEY_TYPES = _INTEGRAL | {"string", "date", "timestamp", "timestamp_ntz", "boolean"}
+_SUM_TYPES = _INTEGRAL
+_ORDERED_TYPES = _KEY_TYPES
+_FUNCTIONS = {
+    "Sum": "sum",
+    "Min": "min",
+    "Max": "max",
+    "count_if": "count_if",
+    "CountIf": "count_if",
+}
+_PASS_THROUGH = ("SubqueryAlias", "View", "Project")
+
+
+def arrow_query(df: DataFrame, reads: Mapping[str, Sequence[DataFrame]]) -> ArrowQuery | str:
+    """The view's query as an :class:`ArrowQuery`, from Spark's analysed plan, or why it
+    is not one: it must aggregate the rows of one input read directly (only renaming or
+    selecting projections between), grouping by plain columns and aggregating plain
+    columns of types whose Arrow semantics are Spark's."""
+    known = [
+        (key, d._jdf.queryExecution().analyzed()) for key, frames in reads.items() for d in frames
+    ]
+    root = df._jdf.queryExecution().analyzed()
+    while root.nodeName() in ("SubqueryAlias", "View", "Sort"):
+        root = _seq(root.children())[0]
+    if root.nodeName() != "Aggregate":
+        return "the query is not one GROUP BY"
+    node, key = _seq(root.children())[0], None
+    while key is None:
+        key = next((k for k, plan in known if node.sameResult(plan)), None)
+        if key is None:
+            if node.nodeName() not in _PASS_THROUGH:
+                return f"the query has {node.nodeName()} under its aggregate"
+            node = _seq(node.children())[0]
+    names = {int(a.exprId().id()): str(a.name()) for a in _seq(node.output())}
+
+    def column(expression: object) -> str | None:
+        """The input column ``expression`` is, if it is one."""
+        if expression.nodeName() != "AttributeReference":  # type: ignore[attr-defined]
+            return None
+        return names.get(int(expression.exprId().id()))  # type: ignore[attr-defined]
+
+    grouping = _seq(root.groupingExpressions())
+    keys: list[tuple[str, str]] = []
+    measures: list[Measure] = []
+    for e in _seq(root.aggregateExpressions()):
+        value = e.child() if e.nodeName() == "Alias" else e
+        if any(value.semanticEquals(g) for g in grouping):
+            source = column(value)
+            if source is None or _type(value) not in _KEY_TYPES and not _decimal(value):
+                return f"its group key '{e.name()}' is not a plain column of an exact type"
+            keys.append((str(e.name()), source))
+            continue
+        measure = _measure(str(e.name()), value, column)
+        if isinstance(measure, str):
+            return measure
+        measures.append(measure)
+    if len(keys) < len(grouping):
+        return "a GROUP BY expression is not one of the view's columns"
+    return ArrowQuery(key, tuple(keys), tuple(measures))
+
+
+def _measure(name: str, value: object, column: Callable[[object], str | None]) -> Measure | str:
+    why = f"its aggregate '{name}' is not of a plain column, or not exact in Arrow"
+    if value.nodeName() != "AggregateExpression":  # type: ignore[attr-defined]
+        return why
+    if value.isDistinct() or not value.filter().isEmpty():  # type: ignore[attr-defined]
+        return why
+    function = value.aggregateFunction()  # type: ignore[attr-defined]
+    kind = str(function.nodeName())
+    args = _seq(function.children())
+    if kind == "Count":
+        counted = [a for a in args if not (a.foldable() and not a.nullable())]
+        if not counted:
+            return Measure(name, "count_rows", None)
+        source = column(counted[0]) if len(counted) == 1 else None
+        return Measure(name, "count", source) if source is not None else why
+    how = _FUNCTIONS.get(kind)
+    source = column(args[0]) if how is not None and len(args) == 1 else None
+    if how is None or source is None:
+        return why
+    kind_of = _type(args[0])
+    exact = {
+        "sum": kind_of in _SUM_TYPES or _decimal(args[0]),
+        "min": kind_of in _ORDERED_TYPES or _decimal(args[0]),
+        "max": kind_of in _ORDERED_TYPES or _decimal(args[0]),
+        "count_if": kind_of == "boolean",
+    }[how]
+    return Measure(name, how, source) if exact else why
+
+
+def _type(expression: object) -> str:
+    return str(expression.dataType().typeName())  # type: ignore[attr-defined]
+
+
+def _decimal(expression: object) -> bool:
+    return _type(expression).startswith("decimal")
+
+
+def _seq(seq: object) -> list:
+    return [seq.apply(i) for i in range(seq.size())]  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ArrowJob:
+    """What :func:`refresh` needs: the query, the input's change, the view's version."""
+
+    query: ArrowQuery
+    aggregation: Aggregation
+    input_location: str
+    since: int  # the input's version the view was computed from
+    now: int  # the input's version it is refreshed to
+    tasks: tuple[FileTask, ...]  # the changed rows' files (inserts, deletes, change files)
+    view_location: str
+    view_version: int
+    retract: bool
+
+
+def small_change(
+    query: ArrowQuery | str,
+    aggregation: Aggregation,
+    *,
+    input_location: str,
+    since: int,
+    now: int,
+    view_location: str,
+    view_version: int,
+    view_partitioned: bool,
+    retract: bool,
+    up_to_rows: int = ARROW_UP_TO_ROWS,
+) -> ArrowJob | str:
+    """The Arrow refresh of this change, or why it takes the Spark path: the query is not
+    simple enough, the view or the input has what the Arrow reader or writer does not do
+    (partitions, column mapping, constraints), or the change or the view is too large to
+    hold on the driver."""
+    if isinstance(query, str):
+        return query
+    if view_partitioned:
+        return "the view is partitioned or clustered"
+    view = DeltaLog(view_location).snapshot(view_version)
+    mapped = "delta.columnMapping.mode"
+    if view.check_constraints or view.configuration.get(mapped, "none") != "none":
+        return "the view has CHECK constraints or column mapping"
+    view_bytes = sum(f.size for f in view.files)
+    if view_bytes > VIEW_UP_TO_BYTES:
+        return (
+            f"the view's {view_bytes:,} bytes are more than the driver reads ({VIEW_UP_TO_BYTES:,})"
+        )
+    log = DeltaLog(input_location)
+    if log.snapshot(now).configuration.get(mapped, "none") != "none":
+        return "the input has column mapping"
+    tasks: list[FileTask] = []
+    for version in range(since + 1, now + 1):
+        tasks += change_feed.version_tasks(log, version, log.commit_actions(version))
+    kinds = {t.change[0] for t in tasks if t.change is not None}
+    if not retract and kinds - {"insert"}:
+        return "rows were removed without the change feed's images"
+    rows = sum(_rows(t) for t in tasks)
+    if rows > up_to_rows:
+        return f"{rows:,} rows changed, more than the {up_to_rows:,} refreshed without Spark"
+    return ArrowJob(
+        query,
+        aggregation,
+        input_location,
+        since,
+        now,
+        tuple(tasks),
+        view_location,
+        view_version,
+        retract,
+    )
+
+
+def _rows(task: FileTask) -> int:
+    """Rows a change file holds (its footer; its deletion vector's selection)."""
+    if task.selection is not None:
+        return sum(task.selection)
+    fs, path = storage.filesystem(task.path)
+    with fs.open_input_file(path) as f:
+        return int(pq.ParquetFile(f).metadata.num_rows)
+
+
+def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) -> WriteResult:
+    """The view's new rows, computed in Arrow and committed with ``record`` in one commit
+    (``commit``: the view's table's commit of a staged transaction)."""
+    inputs = DeltaLog(job.input_location).snapshot(job.now).schema
+    wanted = StructType([f for f in inputs.fields if f.name in job.query.columns])
+    changes = pa.Table.from_batches(
+        list(change_feed.read_changes(list(job.tasks), change_feed.cdf_schema(wanted))),
+        schema=arrow_schema(change_feed.cdf_schema(wanted)),
+    )
+    kind = changes.column(change_feed.CHANGE_TYPE)
+    log = DeltaLog(job.view_location)
+    snapshot = log.snapshot(job.view_version)
+    schema = arrow_schema(snapshot.schema)
+    added = partial_groups(changes.filter(pc.is_in(kind, pa.array(ADDED))), job.query, schema)
+    removed = (
+        partial_groups(changes.filter(pc.is_in(kind, pa.array(REMOVED))), job.query, schema)
+        if job.retract
+        else None
+    )
+    view = pa.Table.from_batches(
+        list(read_files(change_feed.snapshot_tasks(log, snapshot), snapshot.schema)),
+        schema=schema,
+    )
+    rows = combine(view, added, removed, job.aggregation, schema)
+    snapshot.check_writable()
+    protocol.check_writable(snapshot.protocol, snapshot.metadata, log.root, removes=True)
+    txn = Transaction(log, snapshot, Operation.write("overwrite"))
+    txn.read_files([f.path for f in snapshot.files])
+    txn.remove_files(replay.removes(snapshot, snapshot.files))
+    add = _write_file(rows, log.root, snapshot.schema) if rows.num_rows else None
+    txn.add_files([add] if add is not None else [])
+    txn.metrics = {
+        "numFiles": 1 if add is not None else 0,
+        "numOutputRows": rows.num_rows,
+        "numOutputBytes": add.size if add is not None else 0,
+    }
+    txn.user_metadata = record
+    version = commit(txn)
+    return WriteResult(
+        version,
+        num_files=1 if add is not None else 0,
+        num_rows=rows.num_rows,
+        num_bytes=add.size if add is not None else 0,
+    )
+
+
+def _write_file(rows: pa.Table, root: str, schema: StructType) -> AddFile:
+    """``rows`` as one Parquet file at the table's root (not committed: a file no commit
+    names is invisible, and VACUUM removes it)."""
+    rel = f"part-{uuid.uuid4()}.c000.snappy.parquet"
+    fs, inner = storage.filesystem(storage.join(storage.normalize(root), rel))
+    stream = fs.open_output_stream(inner)
+    writer = pq.ParquetWriter(stream, rows.schema, compression="snappy", write_page_checksum=False)
+    writer.write_table(rows)
+    writer.close()
+    size = stream.tell()
+    stream.close()
+    return AddFile(
+        path=encode_path(rel),
+        partition_values={},
+        size=size,
+        modification_time=int(time.time() * 1000),
+        stats=file_stats(writer.writer.metadata, schema),
+    )
