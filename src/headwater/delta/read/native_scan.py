@@ -11,7 +11,8 @@ with a filter on ``_metadata.file_path``, which Spark applies to the file list b
 file is opened. Explicit paths remain for a few files on a local filesystem, for files
 outside the folder, and for folders Spark cannot list as one table (mixed directory layouts).
 
-On an object store (``s3a://``...) every explicit path costs the driver one LIST and two
+On an object store (``s3a://``, and ``s3://`` where Hadoop's S3 connector serves it:
+``delta/files/io_choice.py``) every explicit path costs the driver one LIST and two
 HEAD requests, one after another, and the scan built from them runs slower too: measured on
 the local S3 server (``bench/bench_s3.py``), 30 files took 92 requests and 0.49 s to plan
 against 11 requests and 0.08 s for the folder, whose listing costs one request per 1,000
