@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
+    from headwater.delta.files import io_choice
+
     data = spark.range(args.rows).selectExpr(
         "id", "id % 97 AS k", "CAST(id * 7 % 1000 AS DOUBLE) AS v", "uuid() AS s"
     )
@@ -132,6 +134,8 @@ def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
             ("Delta on s3://", tables["s3"], spark.read.format("delta").load),
             ("Parquet on s3a://", tables["parquet"], spark.read.parquet),
         )
+        # No Hadoop filesystem for s3:// (fs.s3.impl names another): pyarrow reads it.
+        if io_choice.spark_has_filesystem(spark, path)
     }
     discovery = _discovery(f"s3://{prefix}/landing", args, run_dir)
     results["discovery"] = _result(
