@@ -212,6 +212,10 @@ def _commit_staged(spec, tgt, plan, out, schema, rs, acc) -> tuple[int, set[str]
     }
     if not spec.force:
         txn.require(record.NotLoadedConcurrently({f.path for f in plan.files}))
+        # The transaction delta-spark's loads carry too (see _commit_written): a delta-spark
+        # load planned at the version this one commits on then fails or is skipped and plans
+        # again, as its writer takes no check of ours.
+        txn.set_app_version(record.APP_ID, tgt.version or 0)
     try:
         version = tgt.door.commit(txn)  # the mirror follows
     except ConcurrentModificationException:
