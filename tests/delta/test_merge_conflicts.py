@@ -135,3 +135,21 @@ def test_update_and_delete_with_data_predicates_read_only_their_partition(
     assert "(partition {'k': '0'})" in str(deleted)
     rows = _rows(spark, path)
     assert (rows[0], rows[2], rows[4], rows[3], rows[8]) == ("c", "v", "u", "b", "u")
+
+
+def test_a_column_mapped_table_conflicts_in_the_partition_read(spark, tmp_path, monkeypatch):
+    """Under column mapping the log keys partition values by physical names; a DELETE of
+    partition k = 1 must still see a MERGE's files added there (it missed them)."""
+    path = str(tmp_path / "t")
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, k INT, v STRING) USING DELTA "
+        "PARTITIONED BY (k) TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
+    )
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 1, 'v'), (2, 0, 'v'), (3, 1, 'v')")
+    result = race(
+        monkeypatch,
+        lambda: spark.sql(f"DELETE FROM delta.`{path}` WHERE k = 1 AND id > 2"),
+        _merge(spark, path, "t.k = 1 AND t.id = s.id", [(1, 1)], "b"),
+    )
+    assert isinstance(result, ConcurrentAppendException), result
+    assert _rows(spark, path) == {1: "b", 2: "v", 3: "v"}

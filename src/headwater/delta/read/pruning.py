@@ -280,8 +280,20 @@ def partition_filter(
     if predicate is None:
         return None
 
+    physical = snapshot.physical_schema  # column mapping: logged under physical names
+    renamed = (
+        {}
+        if physical is None
+        else {f.name: p.name for f, p in zip(snapshot.schema, physical, strict=True)}
+    )
+    names = {c: renamed.get(c, c) for c in snapshot.partition_columns}
+
     def matches(values: Sequence[Mapping[str, str | None]]) -> Sequence[bool]:
-        keys = [tuple(sorted(v.items(), key=lambda kv: kv[0])) for v in values]
+        """Which of these partition values (keyed by logical names, as a snapshot's files
+        hold them, or as logged, as a concurrent commit's added files do) it read."""
+        keys = [
+            tuple((c, v[c] if c in v else v.get(key)) for c, key in names.items()) for v in values
+        ]
         distinct = list(dict.fromkeys(keys))  # one row per partition, not per file
         found = partitions_matching(spark, snapshot, predicate, [dict(k) for k in distinct])
         if found is None:
