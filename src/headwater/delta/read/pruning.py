@@ -4,6 +4,9 @@ A MERGE on ``t.id = s.id`` can only touch files whose ``id`` range overlaps the 
 and an UPDATE/DELETE ``WHERE id BETWEEN ...`` only files whose stats admit the predicate.
 The conditions are read with sqlglot (conjuncts of simple comparisons); anything else
 keeps every file, so pruning is an optimisation that never changes a result.
+
+The same conditions say which partitions a DML read, for its commit's conflict check
+(:func:`partition_filter`): the partition part of the condition, as delta-spark records it.
 """
 
 from __future__ import annotations
