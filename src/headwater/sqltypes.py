@@ -6,6 +6,7 @@ process) do not have. Schema hints and user-given schemas need it there.
 
 from __future__ import annotations
 
+import json
 import re
 
 from pyspark.sql.types import (
@@ -118,9 +119,49 @@ class _Parser:
             self.take()
             self.take(")")
             return StringType()
+        if word in ("geometry", "geography"):
+            return self.geo(word)
         if word not in _PRIMITIVES:
             raise OptionError(f"Unknown type '{word}' in '{self.text}'.")
         return _PRIMITIVES[word]
+
+    def geo(self, word: str) -> DataType:
+        """``geometry(4326)``, ``geometry(OGC:CRS84)``, ``geography(4326)``,
+        ``geography(OGC:CRS84, SPHERICAL)``: Spark's geospatial types (pyspark 4.1 and
+        later), parsed as Spark spells them in DDL and in a Delta schema."""
+        try:
+            from pyspark.sql.types import GeographyType, GeometryType
+        except ImportError:
+            raise OptionError(
+                f"Type '{self.text}' needs pyspark's geospatial types (pyspark 4.1 or later)."
+            ) from None
+        self.take("(")
+        parts = [self.take()]
+        while self.peek() not in (")", ",", None):
+            parts.append(self.take())  # OGC : CRS84
+        crs = "".join(parts)
+        algorithm = None
+        if self.peek() == ",":
+            self.take(",")
+            algorithm = self.take().lower()
+        self.take(")")
+        if algorithm not in (None, "spherical"):
+            raise OptionError(
+                f"Edge interpolation '{algorithm}' in '{self.text}': Spark has spherical only."
+            )
+        srid: int | str = int(crs) if crs.isdigit() else crs
+        cls = GeometryType if word == "geometry" else GeographyType
+        if isinstance(srid, str):  # a CRS name: Spark's JSON form, which it parses itself
+            from pyspark.sql.types import _parse_datatype_json_string
+
+            text = f"{word}({crs}, SPHERICAL)" if word == "geography" else f"{word}({crs})"
+            try:
+                return _parse_datatype_json_string(json.dumps(text))
+            except Exception as e:
+                raise OptionError(
+                    f"Unknown coordinate reference system in '{self.text}': {e}"
+                ) from None
+        return cls(srid)
 
 
 def parse_type(text: str) -> DataType:

@@ -84,3 +84,24 @@ def test_deletion_vectors_are_read_from_the_log_on_type_widened_tables():
     assert protocol.has_deletion_vectors(_features("deletionVectors"))
     assert not protocol.vectors_need_replay(_features("deletionVectors"))
     assert protocol.vectors_need_replay(_features("deletionVectors", "typeWidening-preview"))
+
+
+def test_geometry_columns_need_the_geospatial_feature_and_only_row_writes_are_refused():
+    from pyspark.sql.types import GeographyType, GeometryType
+
+    from headwater.sqltypes import parse_type
+
+    assert parse_type("geometry(4326)") == GeometryType(4326)
+    assert parse_type("geometry(OGC:CRS84)") == GeometryType(4326)
+    assert parse_type("geography(OGC:CRS84, SPHERICAL)") == GeographyType(4326)
+    schema = StructType([StructField("g", parse_type("geometry(4326)"))])
+    meta = _metadata(schema=schema)
+    assert "geospatial" in protocol.needed_features(meta)
+    table = protocol.required(meta)
+    assert (
+        table.min_reader_version == 3 and "geospatial" in table.all_reader_features
+    )  # reader 3: other readers must know it
+    assert protocol.unreadable_features(table, {}) == []  # Spark's own scan decodes it
+    protocol.check_writable(table, meta, ROOT, removes=False, adds=False)  # create, ALTER
+    with pytest.raises(UnsupportedFeatureError, match="geospatial"):
+        protocol.check_writable(table, meta, ROOT, removes=False, adds=True)

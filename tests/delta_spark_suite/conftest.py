@@ -70,10 +70,6 @@ DELTA_SPARK_SKIP: dict[str, str] = {
 # Tests headwater's engine does not pass yet: strict, so a fix shows up as XPASS.
 _T = "test_deltatable.py::DeltaTableTests::"
 XFAIL: dict[str, str] = {
-    _T + "test_create_table_geo_types": (
-        "geometry(4326) / geography(4326) column types: headwater's type parser and writers "
-        "do not know Spark's geo types yet"
-    ),
     _T + "test_dropFeatureSupport": (
         "adds and drops testRemovableWriter / testRemovableReaderWriter / testReaderWriter, "
         "table features delta-spark registers only in its own test runs"

@@ -265,6 +265,7 @@ class Transaction:
             self.metadata,
             self.log.root,
             removes=any(r.data_change for r in self._removes),
+            adds=bool(self._adds),
         )
         level = self.isolation_level
         store, log_dir = self.log.store()

@@ -40,7 +40,9 @@ LEGACY_WRITER_FEATURES: dict[int, frozenset[str]] = {
 _LEGACY = frozenset().union(*LEGACY_WRITER_FEATURES.values())
 # Features that need a reader to understand them (and so reader version 3, but for
 # columnMapping, which reader version 2 also expresses).
-_READER_FEATURES = frozenset({"columnMapping", "deletionVectors", "timestampNtz", "typeWidening"})
+_READER_FEATURES = frozenset(
+    {"columnMapping", "deletionVectors", "geospatial", "timestampNtz", "typeWidening"}
+)
 READER_WRITER_FEATURES = _READER_FEATURES | {"v2Checkpoint", "vacuumProtocolCheck", "variantType"}
 KNOWN_FEATURES = READER_WRITER_FEATURES | {
     "allowColumnDefaults", "appendOnly", "changeDataFeed", "checkConstraints", "clustering",
@@ -65,6 +67,10 @@ SUPPORTED_READER_FEATURES = frozenset(
 VARIANT_FEATURES = frozenset(
     {"variantType", "variantType-preview", "variantShredding", "variantShredding-preview"}
 )
+# Geometry and geography columns (WKB with a CRS, Parquet's geospatial logical types): the
+# same, Spark's own scan decodes them; tables are created with them but rows not written.
+GEO_FEATURES = frozenset({"geospatial"})
+_SCAN_ONLY = VARIANT_FEATURES | GEO_FEATURES
 # Type changes recorded in the schema: checked before a read, and delta-rs refuses the
 # deletion vectors of such tables (headwater replays them from the log).
 WIDENING_FEATURES = frozenset({type_widening.FEATURE, type_widening.PREVIEW_FEATURE})
@@ -129,6 +135,8 @@ def needed_features(metadata: Metadata) -> frozenset[str]:
         found.add("checkConstraints")
     if config.get("delta.columnMapping.mode", "none").lower() != "none":
         found.add("columnMapping")
+    if '"geometry(' in schema or '"geography(' in schema:
+        found.add("geospatial")
     if '"timestamp_ntz"' in schema:
         found.add("timestampNtz")
     if "delta.generationExpression" in schema:
@@ -209,10 +217,16 @@ def required(metadata: Metadata, current: Protocol | None = None) -> Protocol:
     return Protocol(reader_version, writer_version)
 
 
-def check_writable(protocol: Protocol, metadata: Metadata, root: str, removes: bool) -> None:
+def check_writable(
+    protocol: Protocol, metadata: Metadata, root: str, removes: bool, adds: bool = True
+) -> None:
     """Refuse, before anything is written, a commit headwater could not write correctly
-    (``removes``: the commit removes rows, which an append-only table forbids)."""
-    unknown = sorted(writer_features(protocol) - HONOURED_WRITER_FEATURES - _unused(metadata))
+    (``removes``: the commit removes rows, which an append-only table forbids; ``adds``: it
+    adds files). The geospatial feature's rules are about data files (Parquet's geospatial
+    types, bounding-box statistics), so a commit adding none keeps them: creating such a
+    table, or changing its properties."""
+    kept = HONOURED_WRITER_FEATURES | (frozenset() if adds else GEO_FEATURES)
+    unknown = sorted(writer_features(protocol) - kept - _unused(metadata))
     if unknown:
         raise UnsupportedFeatureError(
             f"Delta table at {root} uses writer feature(s) {', '.join(unknown)}, which "
@@ -234,17 +248,26 @@ def _unused(metadata: Metadata) -> set[str]:
 
 
 def variant_features(protocol: Protocol) -> list[str]:
-    """The variant features the table lists: read by Spark's scan only, never written."""
-    return sorted(protocol.all_reader_features & VARIANT_FEATURES)
+    """The variant and geospatial features the table lists: columns read by Spark's scan
+    only, never written here."""
+    return sorted(protocol.all_reader_features & _SCAN_ONLY)
+
+
+def _kinds(features: list[str]) -> str:
+    """ "variant", "geospatial" or both: the columns ``features`` (scan-only ones) mean."""
+    kinds = [
+        k
+        for k, f in (("variant", VARIANT_FEATURES), ("geospatial", GEO_FEATURES))
+        if f & set(features)
+    ]
+    return " and ".join(kinds)
 
 
 def unreadable_features(protocol: Protocol, configuration: Mapping[str, str]) -> list[str]:
     """The reader features (and a column-mapping mode) whose rows headwater would get
     wrong, by name; empty when it reads the table correctly. Variant features are not
     among them: Spark's own scan reads those."""
-    unsupported = sorted(
-        protocol.all_reader_features - SUPPORTED_READER_FEATURES - VARIANT_FEATURES
-    )
+    unsupported = sorted(protocol.all_reader_features - SUPPORTED_READER_FEATURES - _SCAN_ONLY)
     mode = mapping.mode(dict(configuration))
     if mode not in mapping.MODES:
         unsupported.append(f"columnMapping (mode {mode})")
@@ -271,7 +294,7 @@ def check_python_readable(protocol: Protocol, root: str) -> None:
     variants = variant_features(protocol)
     if variants:
         raise UnsupportedFeatureError(
-            f"Delta table at {root} has variant columns ({', '.join(variants)}) "
+            f"Delta table at {root} has {_kinds(variants)} columns ({', '.join(variants)}) "
             "and also needs headwater's Python read path (deletion vectors, column mapping "
             "or a non-hive file layout); reading that combination is not supported yet."
         )
@@ -291,7 +314,7 @@ def check_write_supported(
     if variants:
         raise UnsupportedFeatureError(
             f"Delta table at {root} uses {', '.join(variants)}; headwater "
-            "reads variant columns but cannot write such tables yet."
+            f"reads {_kinds(variants)} columns but cannot write such tables yet."
         )
     mode = mapping.mode(dict(metadata.configuration))
     if mode != "none" and schema_change:

@@ -11,6 +11,9 @@ are refused or misread by it although delta-spark reads them:
   the raw string, so a remove spelled differently from its add leaves the file live, and
   it hands the absolute path on as if it were relative to the table.
 
+delta-rs also refuses schemas with types it does not know yet: Spark's ``geometry(...)`` and
+``geography(...)`` (the ``geospatial`` table feature), which delta-spark writes.
+
 This module replays such logs itself with pyarrow, as delta-spark does: the newest complete
 checkpoint at or before the version (classic, multi-part or V2 with sidecars), then the
 JSON commits after it, with every file path decoded and made relative to the table root
@@ -50,7 +53,7 @@ from headwater.errors import CorruptLogError, TableNotFoundError
 from headwater.storage.paths import decoded_uri, relative_under
 
 # What delta-rs says when an action holds a null where its schema allows none.
-_REFUSALS = ("unmasked nulls",)
+_REFUSALS = ("unmasked nulls", "Unsupported Delta table type")
 _CHECKPOINT = re.compile(
     r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10})|\.([0-9a-fA-F-]{36}))?\.(parquet|json)$"
 )
@@ -63,7 +66,8 @@ _MAPS = {"partitionValues", "tags", "configuration", "options"}
 
 
 def refused(error: BaseException) -> bool:
-    """True when delta-rs refused the log for a null field old writers left in it."""
+    """True when delta-rs refused the log for a null field old writers left in it, or for
+    a column type it does not know."""
     text = str(error)
     return any(r in text for r in _REFUSALS)
 
