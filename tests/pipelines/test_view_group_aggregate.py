@@ -77,6 +77,10 @@ def test_appended_rows_merge_into_their_groups(project):
     assert version(project, "by_region") == before + 1  # one commit: groups and record
     assert plans["by_region"]["rows_appended"] == 7 and plans["by_region"]["input_rows"] == 38
     assert result.flows["by_region"].num_output_rows == 4  # eu, us updated; asia, NULL new
+    # count_if of an expression is not read in Arrow: Spark runs it; the global one is
+    assert plans["by_region"]["executor"] == "spark"
+    assert "'big' is not of a plain column" in plans["by_region"]["executor_reason"]
+    assert plans["overall"]["executor"] == "arrow", plans["overall"]
     assert plans["averages"]["chosen"] == "FULL_RECOMPUTE"
     assert "Average does not combine" in plans["averages"]["reason"]
     same_rows(project, "averages")

@@ -13,7 +13,6 @@ ever a Python object.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -31,8 +30,6 @@ FUNCTIONS = {
     "min": Combine.LEAST,
     "max": Combine.GREATEST,
 }
-# Sums and counts that never hold NULL: zero for an empty group.
-_NON_NULL = {"count_rows", "count", "count_if"}
 
 
 @dataclass(frozen=True)
@@ -158,7 +155,3 @@ def _as(columns: dict[str, pa.ChunkedArray | pa.Array], schema: pa.Schema, n: in
 
 def _cast(values: pa.ChunkedArray | pa.Array, to: pa.DataType) -> pa.ChunkedArray | pa.Array:
     return values if values.type == to else pc.cast(values, to)
-
-
-def supported(functions: Sequence[str]) -> bool:
-    return all(f in FUNCTIONS for f in functions)

@@ -32,11 +32,17 @@ from headwater.delta.files.stats import file_stats
 from headwater.delta.log import protocol, replay
 from headwater.delta.log.actions import AddFile, encode_path
 from headwater.delta.log.commit import Transaction
-from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.delta_log import DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
 from headwater.delta.read import change_feed
 from headwater.delta.write.batch import WriteResult
-from headwater.pipelines.refresh.arrow_combine import ArrowQuery, Measure, combine, partial_groups
+from headwater.pipelines.refresh.arrow_combine import (
+    FUNCTIONS,
+    ArrowQuery,
+    Measure,
+    combine,
+    partial_groups,
+)
 from headwater.pipelines.refresh.plan import Aggregation
 
 # Rows changed (added and removed) up to which the refresh runs in Arrow; the session
@@ -154,16 +160,14 @@ def _seq(seq: object) -> list:
 
 @dataclass(frozen=True)
 class ArrowJob:
-    """What :func:`refresh` needs: the query, the input's change, the view's version."""
+    """What :func:`refresh` needs: the query, the input's changed rows' files (from the
+    version the view was computed from to the one it is refreshed to), the view."""
 
     query: ArrowQuery
     aggregation: Aggregation
-    input_location: str
-    since: int  # the input's version the view was computed from
-    now: int  # the input's version it is refreshed to
     tasks: tuple[FileTask, ...]  # the changed rows' files (inserts, deletes, change files)
-    view_location: str
-    view_version: int
+    view: Snapshot  # the view at the version the plan was made on
+    input_schema: StructType  # the input's at ``now``
     retract: bool
 
 
@@ -186,6 +190,9 @@ def small_change(
     hold on the driver."""
     if isinstance(query, str):
         return query
+    rules = {m.column: FUNCTIONS[m.function] for m in query.measures}
+    if rules != dict(aggregation.columns) or [v for v, _ in query.keys] != list(aggregation.keys):
+        return "the plan's aggregates and the query's read in Arrow differ"
     if view_partitioned:
         return "the view is partitioned or clustered"
     view = DeltaLog(view_location).snapshot(view_version)
@@ -198,7 +205,8 @@ def small_change(
             f"the view's {view_bytes:,} bytes are more than the driver reads ({VIEW_UP_TO_BYTES:,})"
         )
     log = DeltaLog(input_location)
-    if log.snapshot(now).configuration.get(mapped, "none") != "none":
+    changed = log.snapshot(now)
+    if changed.configuration.get(mapped, "none") != "none":
         return "the input has column mapping"
     tasks: list[FileTask] = []
     for version in range(since + 1, now + 1):
@@ -212,12 +220,9 @@ def small_change(
     return ArrowJob(
         query,
         aggregation,
-        input_location,
-        since,
-        now,
         tuple(tasks),
-        view_location,
-        view_version,
+        view,
+        changed.schema,
         retract,
     )
 
@@ -234,15 +239,14 @@ def _rows(task: FileTask) -> int:
 def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) -> WriteResult:
     """The view's new rows, computed in Arrow and committed with ``record`` in one commit
     (``commit``: the view's table's commit of a staged transaction)."""
-    inputs = DeltaLog(job.input_location).snapshot(job.now).schema
-    wanted = StructType([f for f in inputs.fields if f.name in job.query.columns])
+    wanted = StructType([f for f in job.input_schema.fields if f.name in job.query.columns])
     changes = pa.Table.from_batches(
         list(change_feed.read_changes(list(job.tasks), change_feed.cdf_schema(wanted))),
         schema=arrow_schema(change_feed.cdf_schema(wanted)),
     )
     kind = changes.column(change_feed.CHANGE_TYPE)
-    log = DeltaLog(job.view_location)
-    snapshot = log.snapshot(job.view_version)
+    snapshot = job.view
+    log = DeltaLog(snapshot.root)
     schema = arrow_schema(snapshot.schema)
     added = partial_groups(changes.filter(pc.is_in(kind, pa.array(ADDED))), job.query, schema)
     removed = (
