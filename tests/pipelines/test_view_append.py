@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import view_checks
 from conftest import RAW_TABLE, orders
 from view_checks import techniques, version
@@ -119,6 +120,7 @@ def test_compacted_appends_and_updated_inputs_are_recomputed_with_the_reason(pro
         same_rows(project, view)
 
 
+@pytest.mark.slow
 def test_random_changes_keep_every_view_equal_to_its_recompute(project):
     """Property-style: a seeded random sequence of appends, updates, deletes, compactions
     and empty updates; after each refresh every view equals a recompute of its query, and

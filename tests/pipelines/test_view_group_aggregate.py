@@ -87,6 +87,7 @@ def test_appended_rows_merge_into_their_groups(project):
     assert techniques(project.run())["by_region"]["chosen"] == "NO_OP"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("commit", ["rewrite", "merge"])
 def test_random_changes_keep_aggregates_equal_to_their_recompute(project, commit):
     """Property-style: seeded random appends (with duplicates and NULLs), updates,

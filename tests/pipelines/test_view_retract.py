@@ -118,6 +118,7 @@ def test_without_the_change_feed_updates_are_recomputed(project):
     view_checks.same_rows(project, "counted", QUERIES["counted"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("commit", ["rewrite", "merge"])
 def test_random_changes_taken_back_equal_their_recompute(project, commit):
     """Property-style: seeded random appends (duplicates, NULL amounts and regions),
