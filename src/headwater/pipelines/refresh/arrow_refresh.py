@@ -240,6 +240,8 @@ def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) ->
     """The view's new rows, computed in Arrow and committed with ``record`` in one commit
     (``commit``: the view's table's commit of a staged transaction)."""
     wanted = StructType([f for f in job.input_schema.fields if f.name in job.query.columns])
+    if not wanted.fields:  # count(*) alone: a file read without columns yields no rows
+        wanted = StructType(job.input_schema.fields[:1])
     changes = pa.Table.from_batches(
         list(change_feed.read_changes(list(job.tasks), change_feed.cdf_schema(wanted))),
         schema=arrow_schema(change_feed.cdf_schema(wanted)),
