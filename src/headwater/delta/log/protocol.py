@@ -254,7 +254,7 @@ def variant_features(protocol: Protocol) -> list[str]:
 
 
 def _kinds(features: list[str]) -> str:
-    """ "variant", "geospatial" or both: the columns ``features`` (scan-only ones) mean."""
+    """The kinds of column the scan-only ``features`` mean: variant, geospatial or both."""
     kinds = [
         k
         for k, f in (("variant", VARIANT_FEATURES), ("geospatial", GEO_FEATURES))
