@@ -1,0 +1,139 @@
+"""Exactly once under SIGKILL when a view's refresh runs in Arrow on the driver: the
+*group aggregate* technique's small-change path writes the view's new rows as one Parquet
+file and commits it with the refresh's record in one Delta commit, no Spark job. An
+update is killed just before that commit (the file written, not committed) and just
+after it (committed, the update not finished), after appends and after updates taken back
+through the change data feed; then the update is run to the end: the view equals its
+query recomputed from scratch, every group once with its right counts and sums."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from test_crash import finish_and_read, land, project
+
+from tests.conftest import REPO, run_python
+
+PIPELINE = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+@dp.table(table_properties={"delta.enableChangeDataFeed": "true"})
+def bronze():
+    return (
+        spark.readStream.format("cloudFiles")
+        .option("cloudFiles.format", "json")
+        .option("cloudFiles.schemaHints", "id bigint, region string")
+        .load(spark.conf.get("source_dir") + "/orders")
+    )
+
+@dp.materialized_view
+def totals():
+    return spark.read.table("bronze").groupBy("region").agg(
+        F.count("*").alias("n"), F.sum("id").alias("ids"), F.count("id").alias("counted")
+    )
+"""
+
+# An update whose Arrow refresh stops ``moment`` ("before" or "after") its commit: it
+# marks the moment in a file and waits there to be killed. The commit itself is the real
+# one, the hook only holds the process at that point.
+HELD = textwrap.dedent(
+    """
+    import os, sys, time, headwater
+    from headwater import pipelines
+    from headwater.pipelines.refresh import arrow_refresh
+    root, warehouse, moment, marker = sys.argv[1:5]
+    real = arrow_refresh.refresh
+
+    def refresh(job, record, commit):
+        def held(txn):
+            if moment == "before":
+                open(marker, "w").close()
+                time.sleep(300)
+            version = commit(txn)
+            if moment == "after":
+                open(marker, "w").close()
+                time.sleep(300)
+            return version
+        return real(job, record, held)
+
+    arrow_refresh.refresh = refresh
+    spark = headwater.session(master="local[2]", warehouse=warehouse)
+    result = pipelines.run(root, spark)
+    print("STATE", result.state, flush=True)
+    """
+)
+
+RECOMPUTED = """
+import json
+query = (
+    f"SELECT region, count(*) AS n, sum(id) AS ids, count(id) AS counted "
+    f"FROM {db}.bronze GROUP BY region"
+)
+want = spark.sql(query)
+have = spark.table(f"{db}.totals").select(*want.columns)
+print("RESULT", json.dumps([sorted(map(list, have.collect())), sorted(map(list, want.collect()))]))
+"""
+
+
+def killed_at_commit(root, warehouse: str, moment: str, marker) -> None:
+    """An update SIGKILLed while its view's Arrow refresh is held ``moment`` its commit;
+    the hold must be reached (the refresh ran in Arrow)."""
+    marker.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HELD, str(root), warehouse, moment, str(marker)],
+        cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not marker.exists():
+        assert proc.poll() is None, f"the update ended without refreshing in Arrow: {moment}"
+        assert time.monotonic() < deadline, "the view's Arrow refresh never reached its commit"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def update_bronze(warehouse: str, database: str, where: str) -> None:
+    """Rows of bronze updated (a region renamed, ids changed): the view takes their old
+    images back from their groups and adds the new ones."""
+    script = (
+        "import sys, headwater\n"
+        "warehouse, db, where = sys.argv[1:4]\n"
+        'spark = headwater.session(master="local[1]", warehouse=warehouse)\n'
+        "spark.sql(f\"UPDATE {db}.bronze SET id = id + 1, region = 'apac' WHERE {where}\")\n"
+    )
+    run_python(script, warehouse, database, where)
+
+
+@pytest.mark.slow
+def test_arrow_refresh_killed_at_its_commit_then_rerun_equals_a_recompute(spark, tmp_path):
+    root, database, warehouse = project(tmp_path, PIPELINE, "arrowcrash")
+    orders = tmp_path / "landing" / "orders"
+    marker = tmp_path / "held"
+    for i in range(20):
+        land(orders, i)
+    assert finish_and_read(root, warehouse, database, "print('RESULT {}')") == {}
+    landed = 20
+    for moment, where in (
+        ("before", None),  # appended rows
+        ("after", None),
+        ("before", "id % 7 = 0"),  # appended and updated rows (taken back, then added)
+        ("after", "id % 5 = 1"),
+    ):
+        land(orders, landed)
+        landed += 1
+        if where is not None:
+            update_bronze(warehouse, database, where)
+        killed_at_commit(root, warehouse, moment, marker)
+
+    have, want = finish_and_read(root, warehouse, database, RECOMPUTED)
+    assert have == want
+    assert {r[0] for r in want} == {"eu", "us", "apac"}
+    assert sum(r[1] for r in want) == landed * 20
