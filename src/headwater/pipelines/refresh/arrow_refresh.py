@@ -36,6 +36,7 @@ from headwater.delta.log.delta_log import DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
 from headwater.delta.read import change_feed
 from headwater.delta.write.batch import WriteResult
+from headwater.pipelines.refresh import snapshots
 from headwater.pipelines.refresh.arrow_combine import (
     FUNCTIONS,
     ArrowQuery,
@@ -195,7 +196,7 @@ def small_change(
         return "the plan's aggregates and the query's read in Arrow differ"
     if view_partitioned:
         return "the view is partitioned or clustered"
-    view = DeltaLog(view_location).snapshot(view_version)
+    view = snapshots.at(view_location, view_version)
     mapped = "delta.columnMapping.mode"
     if view.check_constraints or view.configuration.get(mapped, "none") != "none":
         return "the view has CHECK constraints or column mapping"
@@ -205,7 +206,7 @@ def small_change(
             f"the view's {view_bytes:,} bytes are more than the driver reads ({VIEW_UP_TO_BYTES:,})"
         )
     log = DeltaLog(input_location)
-    changed = log.snapshot(now)
+    changed = snapshots.at(input_location, now)
     if changed.configuration.get(mapped, "none") != "none":
         return "the input has column mapping"
     tasks: list[FileTask] = []

@@ -25,6 +25,7 @@ from headwater.delta.files import change_data
 from headwater.delta.log.actions import decode_path
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.define.elements import Flow
+from headwater.pipelines.refresh import snapshots
 from headwater.pipelines.refresh.plan import (
     Aggregation,
     Change,
@@ -133,15 +134,18 @@ def _record(text: object) -> dict | None:
         return None
 
 
-def data_bytes(location: str) -> int | None:
-    """The size of a table's data files at its latest version (None: no table)."""
+def data_bytes(location: str, version: int | None = None) -> int | None:
+    """The size of a table's data files at ``version`` (the latest when None; None: no
+    table)."""
+    if version is not None:
+        return sum(f.size for f in snapshots.at(location, version).files)
     log = DeltaLog(location)
     return sum(f.size for f in log.snapshot().files) if log.exists() else None
 
 
 def rows_at(location: str, version: int) -> int | None:
     """Rows of a table's version by its files' stats (None: some file has none)."""
-    counts = DeltaLog(location).snapshot(version).add_actions.column("num_records").to_pylist()
+    counts = snapshots.at(location, version).add_actions.column("num_records").to_pylist()
     return None if any(n is None for n in counts) else int(sum(counts))
 
 

@@ -16,7 +16,7 @@ from headwater.delta.write.batch import WriteResult
 from headwater.engines.door import TableDoor
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
-from headwater.pipelines.refresh import arrow_refresh
+from headwater.pipelines.refresh import arrow_refresh, snapshots
 from headwater.pipelines.refresh import inputs as view_inputs
 from headwater.pipelines.refresh.arrow_refresh import ARROW_UP_TO_ROWS
 from headwater.pipelines.refresh.plan import (
@@ -69,7 +69,22 @@ def plan_view(
     quarantines: bool = False,
 ) -> tuple[RefreshPlan, str, ChangedRows | None]:
     """The plan of this refresh, what its commit records, and (for the *append* and
-    *group aggregate* techniques) the changed inputs' rows."""
+    *group aggregate* techniques) the changed inputs' rows; each table version it reads
+    loaded once (:mod:`..refresh.snapshots`)."""
+    with snapshots.scope():
+        return _plan_view(spark, af, dataset, df, versions, frames, quarantines=quarantines)
+
+
+def _plan_view(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    df: DataFrame,
+    versions: Mapping[str, int | None],
+    frames: Mapping[str, Sequence[DataFrame]],
+    *,
+    quarantines: bool,
+) -> tuple[RefreshPlan, str, ChangedRows | None]:
     definition = view_inputs.definition_digest(af.flow, af.schema.json())
     view = api.table(spark, af.target)
     recorded, view_version = (
@@ -97,7 +112,11 @@ def plan_view(
         shape=view_inputs.query_shape(df, frames),
         quarantines=quarantines,
         expectations=bool(dataset.expectations),
-        view_bytes=view_inputs.data_bytes(view.location) if view_version is not None else None,
+        view_bytes=(
+            view_inputs.data_bytes(view.location, view_version)
+            if view_version is not None
+            else None
+        ),
         change_feed=frozenset(k for k, f in found.items() if f.change_feed),
     )
     grown = sorted(k for k, c in changes.items() if c == Change.APPENDS)
