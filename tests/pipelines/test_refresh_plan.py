@@ -227,3 +227,34 @@ def test_updates_are_taken_back_only_through_a_change_feed_and_retracting_aggreg
     assert kept.technique == Technique.FULL_RECOMPUTE and "min/max ('m')" in kept.reason
     appended = plan_refresh("db.gold", replace(GROUPED, shape=Shape("agg", (), lossy)))
     assert appended.technique == Technique.GROUP_AGGREGATE and not appended.retract
+
+
+def test_an_update_touching_more_rows_than_a_recompute_reads_is_recomputed():
+    """The cost model for updates: taking back reads the change feed's rows (an updated
+    row twice), a recompute the inputs' rows; the cheaper is chosen, and the event shows
+    both counts. Unknown counts (no metrics) are not weighed."""
+    small = plan_refresh("db.gold", replace(UPDATED, rows_changed=200, rows_in_inputs=1000))
+    assert small.technique == Technique.GROUP_AGGREGATE and small.retract
+    assert small.to_details()["rows_changed"] == 200
+    large = plan_refresh("db.gold", replace(UPDATED, rows_changed=1200, rows_in_inputs=1000))
+    assert large.technique == Technique.FULL_RECOMPUTE
+    assert "reads 1,200 changed rows" in large.reason and "the 1,000 a recompute" in large.reason
+    details = large.to_details()
+    assert details["rows_changed"] == 1200 and details["input_rows"] == 1000
+    unknown = plan_refresh("db.gold", replace(UPDATED, rows_changed=None, rows_in_inputs=1000))
+    assert unknown.technique == Technique.GROUP_AGGREGATE
+
+
+def test_rows_a_take_back_reads_come_from_the_commits_metrics():
+    from headwater.pipelines.refresh.inputs import rows_rewritten
+
+    assert rows_rewritten({"operationMetrics": {"numUpdatedRows": "5"}}) == 10
+    assert rows_rewritten({"operationMetrics": {"numDeletedRows": 3}}) == 3
+    merged = {
+        "numTargetRowsUpdated": "2",
+        "numTargetRowsDeleted": "1",
+        "numTargetRowsInserted": "4",
+    }
+    assert rows_rewritten({"operationMetrics": merged}) == 9
+    assert rows_rewritten({"operationMetrics": {"numOutputRows": "7"}}) is None  # an overwrite
+    assert rows_rewritten({}) is None

@@ -161,6 +161,9 @@ class InputChange:
     change: Change
     rows_added: int | None = 0  # rows the data-changing adds hold (None: a file has no count)
     change_feed: bool = False  # the change data feed has every row the commits changed
+    # The rows a take-back reads: appended rows, and for commits that removed rows the
+    # images their metrics count (an updated row twice: old and new); None: not known.
+    rows_changed: int | None = 0
 
 
 def change_between(location: str, since: int, now: int) -> InputChange:
@@ -174,6 +177,7 @@ def change_between(location: str, since: int, now: int) -> InputChange:
     log = DeltaLog(location)
     found, feed = Change.NONE, True
     added: int | None = 0
+    read: int | None = 0
     try:
         before = log.snapshot(since)
         schema, feed = before.schema, change_data.enabled(before.configuration)
@@ -183,16 +187,45 @@ def change_between(location: str, since: int, now: int) -> InputChange:
                 if log.snapshot(version).schema != schema:
                     return InputChange(Change.RESET, None)
                 feed = False  # (turned on or off between: not every change is in it)
-            if any(r.data_change for r in commit.removes):
-                found = Change.UPDATES
-            elif found == Change.NONE and any(a.data_change for a in commit.adds):
-                found = Change.APPENDS
+            grown: int | None = 0
             for add in commit.adds:
                 n = add.num_records if add.data_change else 0
-                added = None if added is None or n is None else added + n
+                grown = None if grown is None or n is None else grown + n
+            added = None if added is None or grown is None else added + grown
+            if any(r.data_change for r in commit.removes):
+                found = Change.UPDATES
+                grown = rows_rewritten(commit.info.values if commit.info is not None else {})
+            elif found == Change.NONE and any(a.data_change for a in commit.adds):
+                found = Change.APPENDS
+            read = None if read is None or grown is None else read + grown
     except Exception:  # history no longer readable (cleaned up): start over
         return InputChange(Change.RESET, None)
-    return InputChange(found, added, feed)
+    return InputChange(found, added, feed, read)
+
+
+# Operation metrics that count changed rows, and the images each such row has in the
+# change feed (an updated row: its old and its new one).
+IMAGES = {
+    "numUpdatedRows": 2,
+    "numDeletedRows": 1,
+    "numTargetRowsUpdated": 2,
+    "numTargetRowsDeleted": 1,
+    "numTargetRowsInserted": 1,
+}
+
+
+def rows_rewritten(info: Mapping[str, object]) -> int | None:
+    """The change feed's rows of a commit that removed rows (UPDATE, DELETE, MERGE), by
+    its ``commitInfo``'s operation metrics (which Delta engines write as strings); None
+    when it counts none of them (an overwrite, or an engine that writes no metrics)."""
+    metrics = info.get("operationMetrics")
+    if not isinstance(metrics, Mapping):
+        return None
+    try:
+        found = [IMAGES[k] * int(str(v)) for k, v in metrics.items() if k in IMAGES]
+    except ValueError:
+        return None
+    return sum(found) if found else None
 
 
 def change_files(location: str, since: int, now: int) -> list[str] | None:

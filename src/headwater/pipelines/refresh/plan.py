@@ -121,6 +121,9 @@ class Facts:
     rewrite_up_to: int = 256 * 1024 * 1024  # bytes: a view this small is rewritten, not merged
     rows_appended: int | None = None  # rows the appended inputs gained (None: not counted)
     rows_in_inputs: int | None = None  # rows the changed inputs hold now
+    # With rows updated or deleted: the rows a take-back reads (updates' old and new
+    # images, deleted rows, appended rows) by the commits' metrics (None: not known).
+    rows_changed: int | None = None
     # Inputs whose change data feed holds every row changed since the recorded version.
     change_feed: frozenset[str] = frozenset()
 
@@ -144,6 +147,7 @@ class RefreshPlan:
     view_version: int | None = None  # the view's version the plan was made on
     rows_appended: int | None = None  # (as in the facts: what the event log shows)
     rows_in_inputs: int | None = None
+    rows_changed: int | None = None
     # What runs the technique: "spark" (jobs), or "arrow" (a small change on the driver,
     # :mod:`.arrow_refresh`); and why not Arrow, when a group aggregate could not.
     executor: str = "spark"
@@ -165,6 +169,7 @@ class RefreshPlan:
             "reason": self.reason,
             **({"rows_appended": self.rows_appended} if self.rows_appended is not None else {}),
             **({"input_rows": self.rows_in_inputs} if self.rows_in_inputs is not None else {}),
+            **({"rows_changed": self.rows_changed} if self.rows_changed is not None else {}),
             **({"executor": self.executor} if self.technique != Technique.NO_OP else {}),
             **({"executor_reason": self.executor_reason} if self.executor_reason else {}),
         }
@@ -177,7 +182,12 @@ class NotIncrementalizable(PipelineDefinitionError):
 def plan_refresh(view: str, facts: Facts) -> RefreshPlan:
     """The technique for this refresh of ``view`` (see the module's doc)."""
     plan = _plan(view, facts)
-    return replace(plan, rows_appended=facts.rows_appended, rows_in_inputs=facts.rows_in_inputs)
+    return replace(
+        plan,
+        rows_appended=facts.rows_appended,
+        rows_in_inputs=facts.rows_in_inputs,
+        rows_changed=facts.rows_changed,
+    )
 
 
 def _plan(view: str, facts: Facts) -> RefreshPlan:
@@ -308,6 +318,12 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
         return no(
             f"{new:,} of the inputs' {total:,} rows are new: aggregating them all costs "
             "little more than the new ones and saves combining the groups"
+        )
+    read, total = facts.rows_changed, facts.rows_in_inputs
+    if updated and read is not None and total is not None and read > total:
+        return no(
+            f"taking the change back reads {read:,} changed rows (updates' old and new "
+            f"images, deleted and added rows), more than the {total:,} a recompute reads"
         )
     blocked = _joins_block(facts, changed) or _unreadable(facts)
     if blocked is not None:

@@ -123,6 +123,8 @@ def _plan_view(
     if grown and len(grown) == len([c for c in changes.values() if c != Change.NONE]):
         gained, held = _row_counts(spark, grown, found, versions)
         facts = replace(facts, rows_appended=gained, rows_in_inputs=held)
+    if Change.UPDATES in changes.values():
+        facts = _update_counts(spark, facts, found, versions)
     rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
     if rewrite_up_to:
         facts = replace(facts, rewrite_up_to=int(rewrite_up_to))
@@ -244,6 +246,28 @@ def _row_counts(
         added = None if added is None or n is None else added + n
         total = None if total is None or t is None else total + t
     return added, total
+
+
+def _update_counts(
+    spark: SparkSession,
+    facts: Facts,
+    found: Mapping[str, view_inputs.InputChange],
+    now: Mapping[str, int | None],
+) -> Facts:
+    """With rows updated or deleted: the rows taking the change back reads (from the
+    commits' metrics) and the rows the changed inputs hold (from their files' stats),
+    what the cost model weighs (unknown: not weighed)."""
+    keys = sorted(k for k, f in found.items() if f.change != Change.NONE)
+    read: int | None = 0
+    total: int | None = 0
+    for key in keys:
+        version = now[key]
+        assert version is not None
+        n = found[key].rows_changed
+        t = view_inputs.rows_at(api.table(spark, key).location, version)
+        read = None if read is None or n is None else read + n
+        total = None if total is None or t is None else total + t
+    return replace(facts, rows_changed=read, rows_in_inputs=total)
 
 
 def signed_groups(
