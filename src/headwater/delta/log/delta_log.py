@@ -442,15 +442,15 @@ class DeltaLog:
             )
 
     def load(self, version: int | str | None = None, timestamp: str | None = None) -> DeltaTable:
-        if version is not None and timestamp is None:
+        if version is not None and timestamp is None and int(version) >= 0:
             # One log read at that version (3 ms on a 12-commit log), not the latest read
             # then loaded back to it (8 ms): a refresh loads several past versions.
             try:
                 return DeltaTable(
                     self.root, version=int(version), storage_options=self.storage_options
                 )
-            except (RsDeltaError, RsTableNotFoundError, OSError, ValueError):
-                pass  # (the path below says why, by name)
+            except Exception:  # (the path below says why, by name)
+                pass
         try:
             table = DeltaTable(self.root, storage_options=self.storage_options)
         except RsTableNotFoundError as e:
