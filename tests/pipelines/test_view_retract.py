@@ -20,6 +20,7 @@ from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 
 FEED = '@dp.table(table_properties={"delta.enableChangeDataFeed": "true"})\n'
 RAW_WITH_FEED = RAW_TABLE.replace("@dp.table\n", FEED)
+NO_FEED = '@dp.table(table_properties={"delta.enableChangeDataFeed": "false"})\n'
 
 VIEWS = """
 from pyspark import pipelines as dp
@@ -105,7 +106,9 @@ def test_updated_and_deleted_rows_are_taken_back_through_the_change_feed(project
 
 
 def test_without_the_change_feed_updates_are_recomputed(project):
-    project.source("raw.py", RAW_TABLE)
+    """The user turned the feed off (the runner turns it on otherwise: see
+    test_view_change_feed_on.py)."""
+    project.source("raw.py", RAW_TABLE.replace("@dp.table\n", NO_FEED))
     project.source("views.py", VIEWS)
     project.land("1.json", orders(0, 10))
     assert project.run().ok

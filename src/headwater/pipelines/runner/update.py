@@ -24,7 +24,7 @@ from headwater.pipelines.define.spec import PipelineSpec
 from headwater.pipelines.graph.analysis import Graph, analyse
 from headwater.pipelines.graph.reads import Names
 from headwater.pipelines.graph.sql_flows import sql_loader
-from headwater.pipelines.runner import datasets, definitions
+from headwater.pipelines.runner import change_feeds, datasets, definitions
 from headwater.pipelines.runner.context import (
     UpdateContext,
     UpdateOptions,
@@ -73,6 +73,8 @@ class Update:
             return path if usable else None
 
         graph = analyse(ctx.spark, registry, ctx.spec.database, source_state)
+        fed = change_feeds.read_by_views(graph)  # (before the graph says they have it)
+        graph = change_feeds.with_feeds(graph, fed)
         definitions.check_expectations(ctx.spark, graph)
         definitions.log_definitions(ctx.log, graph)
         if o.dry_run:
@@ -82,6 +84,7 @@ class Update:
         ctx.log.update_progress("SETTING_UP_TABLES")
         datasets.clear_progress(ctx, reset_flows, resets)
         datasets.set_up_tables(ctx, graph, selected, resets)
+        change_feeds.turn_on(ctx, fed & selected)
         ctx.log.update_progress("RUNNING")
         to_run = [
             f
