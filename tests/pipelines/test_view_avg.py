@@ -137,6 +137,8 @@ def test_averages_are_kept_through_sums_and_counts(project):
     assert "double values" in plans["doubles"]["reason"], plans["doubles"]
     assert recorded_state(project, "means") != state  # a new state, the old one untouched
     assert storage.exists(state)
+    assert techniques(project.run())["means"]["chosen"] == "NO_OP"
+    assert not storage.exists(state)  # replaced: pruned by the next refresh
 
     db = project.spark.sql  # rows taken back: a NULL region empties, us loses its prices
     db(f"DELETE FROM {project.database}.raw WHERE region IS NULL")

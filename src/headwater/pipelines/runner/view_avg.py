@@ -105,6 +105,16 @@ def write_state(state: DataFrame, path: str) -> None:
     state.coalesce(1).write.parquet(hadoop_uri(path))
 
 
+def prune(folder: str, kept: str | None) -> None:
+    """Every state under ``folder`` but ``kept`` (the one the view's record names)
+    deleted: those a later commit replaced, or a refresh that failed before its commit
+    left. Run before a refresh writes its own, so only unnamed states go."""
+    names = {storage.relative(i.path, folder).split("/")[0] for i in storage.list_files(folder)}
+    keep = kept.rstrip("/").rsplit("/", 1)[-1] if kept else None
+    for name in sorted(names - {keep}):
+        storage.delete_dir(storage.join(folder, name))
+
+
 def readable(path: str) -> bool:
     return storage.exists(storage.join(path, "_SUCCESS"))
 

@@ -14,7 +14,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from headwater import api
 from headwater.delta.write.batch import WriteResult
 from headwater.engines.door import TableDoor
-from headwater.pipelines.define.elements import Dataset
+from headwater.pipelines.define.elements import Dataset, RefreshPolicy
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.refresh import arrow_refresh
 from headwater.pipelines.refresh import inputs as view_inputs
@@ -106,6 +106,8 @@ def plan_view(
         change_feed=frozenset(k for k, f in found.items() if f.change_feed),
     )
     kept = _kept(facts.shape.aggregate, dataset, quarantines, state_folder)
+    if kept is not None and state_folder is not None:
+        view_avg.prune(state_folder, recorded.state if recorded is not None else None)
     if kept is not None and recorded is not None and recorded.state is not None:
         facts = replace(facts, state_readable=view_avg.readable(recorded.state))
     grown = sorted(k for k, c in changes.items() if c == Change.APPENDS)
@@ -157,10 +159,13 @@ def _kept(
     aggregate: Aggregation | None, dataset: Dataset, quarantines: bool, folder: str | None
 ) -> Aggregation | None:
     """The aggregation whose averages' sums and counts the refresh keeps: a GROUP BY
-    with averages that combine, whose rows are the query's (no expectations)."""
+    with averages that combine, whose rows are the query's (no expectations), in a view
+    that may be refreshed incrementally."""
     if aggregate is None or not aggregate.averages or aggregate.not_mergeable is not None:
         return None
     if quarantines or dataset.expectations or folder is None:
+        return None
+    if dataset.refresh_policy == RefreshPolicy.FULL:  # (never incremental: nothing to keep)
         return None
     return aggregate
 
