@@ -26,6 +26,7 @@ from headwater.delta.log.actions import decode_path
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.define.elements import Flow
 from headwater.pipelines.refresh import snapshots
+from headwater.pipelines.refresh.averages import Average, average_of
 from headwater.pipelines.refresh.plan import (
     Aggregation,
     Change,
@@ -70,6 +71,7 @@ COMBINE = {  # aggregate functions whose results on two row sets combine into th
     "count_if": Combine.ADD,
     "Min": Combine.LEAST,
     "Max": Combine.GREATEST,
+    "Average": Combine.AVERAGE,  # through its kept sum and count (:mod:`.averages`)
 }
 # Types whose sums subtract exactly (decimals too): a removed row's value taken back from a
 # sum gives the sum of the rows left, as a recompute would.
@@ -100,9 +102,13 @@ def definition_digest(flow: Flow, schema_json: str) -> str:
     return hashlib.sha256(f"{text}\n{schema_json}".encode()).hexdigest()[:16]
 
 
-def user_metadata(inputs: dict[str, int], definition: str) -> str:
-    """What a refresh records in the view's commit."""
-    return json.dumps({MARKER: {"inputs": inputs, "definition": definition}}, sort_keys=True)
+def user_metadata(inputs: dict[str, int], definition: str, state: str | None = None) -> str:
+    """What a refresh records in the view's commit (``state``: where it kept its
+    averages' sums and counts)."""
+    found: dict[str, object] = {"inputs": inputs, "definition": definition}
+    if state is not None:
+        found["state"] = state
+    return json.dumps({MARKER: found}, sort_keys=True)
 
 
 def last_recorded(location: str) -> tuple[Recorded | None, int | None]:
@@ -119,7 +125,7 @@ def last_recorded(location: str) -> tuple[Recorded | None, int | None]:
             break
         found = _record(info.values.get("userMetadata") if info is not None else None)
         if found is not None:
-            return Recorded(found["inputs"], found["definition"], version), latest
+            return Recorded(found["inputs"], found["definition"], version, found["state"]), latest
     return None, latest
 
 
@@ -129,7 +135,12 @@ def _record(text: object) -> dict | None:
     try:
         found = json.loads(text)[MARKER]
         inputs = {str(k): int(v) for k, v in dict(found["inputs"]).items()}
-        return {"inputs": inputs, "definition": str(found["definition"])}
+        state = found.get("state")
+        return {
+            "inputs": inputs,
+            "definition": str(found["definition"]),
+            "state": str(state) if state is not None else None,
+        }
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -343,6 +354,7 @@ def _aggregation(node: object) -> Aggregation:
     columns: dict[str, Combine] = {}
     sums: dict[str, object] = {}  # sum column -> the summed expression
     counts: dict[str, object | None] = {}  # count column -> the counted expression (None: rows)
+    averages: list[Average] = []
     why = None
     for e in _seq(node.aggregateExpressions()):  # type: ignore[attr-defined]
         value = e.child() if e.nodeName() == "Alias" else e
@@ -361,6 +373,12 @@ def _aggregation(node: object) -> Aggregation:
                 why or f"its aggregate {function.nodeName()} does not combine from partial results"
             )
         else:
+            if function.nodeName() == "Average":
+                found = _average(str(e.name()), len(averages), function)
+                if isinstance(found, str):
+                    why = why or found
+                    continue
+                averages.append(found)
             columns[str(e.name())] = combine
             args = _children(function)
             if function.nodeName() == "Sum":
@@ -373,7 +391,18 @@ def _aggregation(node: object) -> Aggregation:
     if why is None and len(keys) < len(grouping):
         why = "a GROUP BY expression is not one of the view's columns"
     rows, sum_counts, not_retractable = _retraction(columns, sums, counts, bool(grouping))
-    return Aggregation(tuple(keys), columns, why, rows, sum_counts, not_retractable)
+    return Aggregation(
+        tuple(keys), columns, why, rows, sum_counts, not_retractable, tuple(averages)
+    )
+
+
+def _average(column: str, index: int, function: object) -> Average | str:
+    """An ``avg`` column's average by the type of its values, or why it cannot be kept."""
+    kind = function.child().dataType()  # type: ignore[attr-defined]
+    name = str(kind.typeName())
+    if name.startswith("decimal"):
+        return average_of(column, index, "decimal", int(kind.precision()), int(kind.scale()))
+    return average_of(column, index, name)
 
 
 def _retraction(

@@ -11,11 +11,12 @@ Techniques are used only where they are provably exact. Built so far: *no-op* (n
 exact result depends on changed), *append* (only rows were appended to inputs whose rows
 map to the view's rows one by one: the query runs on the new rows and its result is
 appended), *group aggregate* (only rows were appended to the inputs of one GROUP BY whose
-aggregates combine — sum, count, min, max, count_if: the query runs on the new rows and
-its groups merge into the view's; or rows were also updated or deleted in inputs whose
-change data feed has them, and the aggregates can take rows back — counts and exact sums,
-with a ``count(*)`` to tell when a group empties: the query runs on the removed rows too,
-and their groups are subtracted) and *full recompute*.
+aggregates combine — sum, count, min, max, count_if, and avg of integral or decimal values
+through an exact sum and count kept beside the view (:mod:`.averages`): the query runs on
+the new rows and its groups merge into the view's; or rows were also updated or deleted in
+inputs whose change data feed has them, and the aggregates can take rows back — counts,
+exact sums and such averages, with a ``count(*)`` to tell when a group empties: the query
+runs on the removed rows too, and their groups are subtracted) and *full recompute*.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from enum import Enum
 
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import RefreshPolicy
+from headwater.pipelines.refresh.averages import Average
 
 
 class Technique(str, Enum):
@@ -51,6 +53,7 @@ class Recorded:
     inputs: Mapping[str, int]  # input key -> version read
     definition: str  # a digest of the view's query and schema
     version: int | None = None  # the view's version that commit made (read from the log)
+    state: str | None = None  # where its averages' sums and counts were kept (if any)
 
 
 class Sides(str, Enum):
@@ -77,6 +80,7 @@ class Combine(str, Enum):
     ADD = "add"  # counts
     LEAST = "least"  # min (NULLs ignored, as min ignores them)
     GREATEST = "greatest"  # max
+    AVERAGE = "avg"  # derived from a kept exact sum and count (:mod:`.averages`)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class Aggregation:
     rows: str | None = None
     sum_counts: Mapping[str, str] | None = None
     not_retractable: str | None = None
+    averages: tuple[Average, ...] = ()  # the avg columns (kept through sums and counts)
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,7 @@ class Facts:
     rows_changed: int | None = None
     # Inputs whose change data feed holds every row changed since the recorded version.
     change_feed: frozenset[str] = frozenset()
+    state_readable: bool = True  # the recorded averages' state is still there
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,11 @@ class RefreshPlan:
     # :mod:`.arrow_refresh`); and why not Arrow, when a group aggregate could not.
     executor: str = "spark"
     executor_reason: str | None = None
+    # A view with avg (:mod:`.averages`): the aggregation whose sums and counts are kept,
+    # the state read (an incremental refresh) and the one written (every refresh but NO_OP).
+    kept: Aggregation | None = None
+    state_from: str | None = None
+    state_to: str | None = None
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -311,6 +322,10 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
         blocked = _unretractable(facts, updated, aggregate)
         if blocked is not None:
             return no(f"{what}, but {blocked}")
+    if aggregate.averages:
+        blocked = _unkept(facts)
+        if blocked is not None:
+            return no(f"{what}, but {blocked}")
     if facts.expectations or facts.quarantines:
         return no("the view's expectations are checked on whole rows, not on merged groups")
     new, total = facts.rows_appended, facts.rows_in_inputs
@@ -360,6 +375,16 @@ def _unretractable(facts: Facts, updated: list[str], aggregate: Aggregation) -> 
             "delta.enableChangeDataFeed = true) to take removed rows back"
         )
     return aggregate.not_retractable
+
+
+def _unkept(facts: Facts) -> str | None:
+    """Why the view's averages' sums and counts cannot be read back, if they cannot."""
+    assert facts.recorded is not None
+    if facts.recorded.state is None:
+        return "no refresh kept its averages' sums and counts yet (this recompute keeps them)"
+    if not facts.state_readable:
+        return "its averages' kept sums and counts are gone (this recompute keeps them again)"
+    return None
 
 
 def _kinds(facts: Facts, keys: list[str]) -> str:

@@ -16,12 +16,13 @@ from pyspark.sql import DataFrame
 from headwater import api
 from headwater.errors import ExpectationViolationError
 from headwater.event_log_format import FlowStatus
+from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph, evaluate
 from headwater.pipelines.graph.reads import PipelineReads
 from headwater.pipelines.refresh.plan import Technique
 from headwater.pipelines.runner import flows as flow_runs
 from headwater.pipelines.runner import retry as run_retry
-from headwater.pipelines.runner import view_refresh
+from headwater.pipelines.runner import view_avg, view_refresh
 from headwater.pipelines.runner.context import UpdateContext
 from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quarantine_name, violation
 from headwater.pipelines.runner.flows import FlowRun
@@ -198,7 +199,14 @@ class FlowExecutor:
         """A materialized view's refresh by the technique its plan chose (logged first)."""
         flow, dataset = af.flow, graph.datasets[af.target]
         plan, record, changed = view_refresh.plan_view(
-            self.ctx.spark, af, dataset, df, versions, frames, quarantines=aside is not None
+            self.ctx.spark,
+            af,
+            dataset,
+            df,
+            versions,
+            frames,
+            quarantines=aside is not None,
+            state_folder=view_avg.state_folder(self.ctx.layout.checkpoint(flow.name)),
         )
         self.ctx.log.event(
             "planning_information",
@@ -225,7 +233,15 @@ class FlowExecutor:
                 if plan.technique == Technique.GROUP_AGGREGATE:
                     assert plan.aggregation is not None and plan.view_version is not None
                     removed = evaluate(flow, opened[1]) if len(opened) > 1 else None
+                    if plan.kept is not None and not view_avg.keep(
+                        self.ctx.spark, plan, rows, removed
+                    ):
+                        return self.recompute_averages(af, dataset, df, run, rules, record)
                     rows = view_refresh.signed_groups(rows, removed, plan.aggregation)
+                    if plan.kept is not None and plan.merge:
+                        rows = view_avg.touched(
+                            self.ctx.spark, view_refresh.regrouped(rows, plan.kept), plan
+                        )
                     if plan.merge:
                         return view_refresh.merge_groups(
                             self.ctx.spark,
@@ -243,6 +259,8 @@ class FlowExecutor:
                         plan.aggregation,
                         retract=plan.retract,
                     )
+                    if plan.kept is not None:
+                        rows = view_avg.averaged(self.ctx.spark, rows, plan)
                 return flow_runs.refresh_view(
                     self.ctx.spark,
                     af,
@@ -256,6 +274,8 @@ class FlowExecutor:
             finally:
                 for reads in opened:
                     reads.drop_views()
+        if plan.kept is not None:
+            view_avg.keep_all(self.ctx.spark, df, plan)
         return flow_runs.refresh_view(
             self.ctx.spark,
             af,
@@ -265,6 +285,31 @@ class FlowExecutor:
             rules=rules,
             quarantine=aside,
             user_metadata=record,
+        )
+
+    def recompute_averages(
+        self,
+        af: AnalysedFlow,
+        dataset: Dataset,
+        df: DataFrame,
+        run: FlowRun,
+        rules: Rules,
+        record: str,
+    ) -> flow_runs.WriteResult | None:
+        """A view whose kept sums are exact but whose averages could differ from Spark's
+        (a group past the bound of :mod:`headwater.pipelines.refresh.averages`):
+        recomputed, its record naming the state already written."""
+        why = view_avg.PAST_BOUND
+        self.ctx.log.event(
+            "planning_information",
+            f"'{af.target}' is refreshed by {Technique.FULL_RECOMPUTE.value}: {why}.",
+            {"chosen": Technique.FULL_RECOMPUTE.value, "reason": why},
+            flow_name=af.flow.name,
+            dataset_name=af.target,
+        )
+        run.technique = Technique.FULL_RECOMPUTE.value
+        return flow_runs.refresh_view(
+            self.ctx.spark, af, dataset, df, run=run, rules=rules, user_metadata=record
         )
 
     def batch_done(self, run: FlowRun) -> None:

@@ -14,7 +14,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from headwater import api
 from headwater.delta.write.batch import WriteResult
 from headwater.engines.door import TableDoor
-from headwater.pipelines.define.elements import Dataset
+from headwater.pipelines.define.elements import Dataset, RefreshPolicy
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.refresh import arrow_refresh, snapshots
 from headwater.pipelines.refresh import inputs as view_inputs
@@ -24,10 +24,12 @@ from headwater.pipelines.refresh.plan import (
     Change,
     Combine,
     Facts,
+    Recorded,
     RefreshPlan,
     Technique,
     plan_refresh,
 )
+from headwater.pipelines.runner import view_avg
 
 CHANGE_TYPE = "_change_type"  # the change data feed's own columns
 CDF_COLUMNS = (CHANGE_TYPE, "_commit_version", "_commit_timestamp")
@@ -67,12 +69,24 @@ def plan_view(
     frames: Mapping[str, Sequence[DataFrame]],
     *,
     quarantines: bool = False,
+    state_folder: str | None = None,
 ) -> tuple[RefreshPlan, str, ChangedRows | None]:
     """The plan of this refresh, what its commit records, and (for the *append* and
     *group aggregate* techniques) the changed inputs' rows; each table version it reads
-    loaded once (:mod:`..refresh.snapshots`)."""
+    loaded once (:mod:`..refresh.snapshots`). A view with ``avg`` keeps its sums and
+    counts in a new folder under ``state_folder`` (:mod:`.view_avg`), named in the
+    record."""
     with snapshots.scope():
-        return _plan_view(spark, af, dataset, df, versions, frames, quarantines=quarantines)
+        return _plan_view(
+            spark,
+            af,
+            dataset,
+            df,
+            versions,
+            frames,
+            quarantines=quarantines,
+            state_folder=state_folder,
+        )
 
 
 def _plan_view(
@@ -84,6 +98,7 @@ def _plan_view(
     frames: Mapping[str, Sequence[DataFrame]],
     *,
     quarantines: bool,
+    state_folder: str | None,
 ) -> tuple[RefreshPlan, str, ChangedRows | None]:
     definition = view_inputs.definition_digest(af.flow, af.schema.json())
     view = api.table(spark, af.target)
@@ -119,6 +134,11 @@ def _plan_view(
         ),
         change_feed=frozenset(k for k, f in found.items() if f.change_feed),
     )
+    kept = _kept(facts.shape.aggregate, dataset, quarantines, state_folder)
+    if kept is not None and state_folder is not None:
+        view_avg.prune(state_folder, recorded.state if recorded is not None else None)
+    if kept is not None and recorded is not None and recorded.state is not None:
+        facts = replace(facts, state_readable=view_avg.readable(recorded.state))
     grown = sorted(k for k, c in changes.items() if c == Change.APPENDS)
     if grown and len(grown) == len([c for c in changes.values() if c != Change.NONE]):
         gained, held = _row_counts(spark, grown, found, versions)
@@ -128,14 +148,17 @@ def _plan_view(
     rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
     if rewrite_up_to:
         facts = replace(facts, rewrite_up_to=int(rewrite_up_to))
+    state = view_avg.new_state(state_folder) if kept is not None and state_folder else None
     record = view_inputs.user_metadata(
-        {k: v for k, v in versions.items() if v is not None}, definition
+        {k: v for k, v in versions.items() if v is not None}, definition, state
     )
-    plan = plan_refresh(af.target, facts)
+    plan = _keeping(plan_refresh(af.target, facts), kept, recorded, state)
     if plan.technique not in (Technique.APPEND, Technique.GROUP_AGGREGATE):
         return plan, record, None
     assert recorded is not None
-    if plan.technique == Technique.GROUP_AGGREGATE and not plan.merge:
+    if plan.kept is not None:  # (the Arrow refresh does not keep averages' sums)
+        plan = replace(plan, executor_reason=AVERAGES_IN_SPARK)
+    elif plan.technique == Technique.GROUP_AGGREGATE and not plan.merge:
         job = _arrow_job(spark, af, dataset, df, frames, plan, since=recorded.inputs, now=versions)
         if not isinstance(job, str):
             return replace(plan, executor="arrow"), record, ChangedRows({}, arrow=job)
@@ -152,12 +175,41 @@ def _plan_view(
             appended = table.read_appended(since, now)
             if appended is None:  # compacted away since: recompute
                 facts = replace(facts, appends_readable=False)
-                return plan_refresh(af.target, facts), record, None
+                return _keeping(plan_refresh(af.target, facts), kept, recorded, state), record, None
             added, removed = appended, appended.limit(0)
         rows.added[key] = added
         if rows.removed is not None:
             rows.removed[key] = removed
     return plan, record, rows
+
+
+AVERAGES_IN_SPARK = "avg is kept through exact sums and counts beside the view, which Spark writes"
+
+
+def _kept(
+    aggregate: Aggregation | None, dataset: Dataset, quarantines: bool, folder: str | None
+) -> Aggregation | None:
+    """The aggregation whose averages' sums and counts the refresh keeps: a GROUP BY
+    with averages that combine, whose rows are the query's (no expectations), in a view
+    that may be refreshed incrementally."""
+    if aggregate is None or not aggregate.averages or aggregate.not_mergeable is not None:
+        return None
+    if quarantines or dataset.expectations or folder is None:
+        return None
+    if dataset.refresh_policy == RefreshPolicy.FULL:  # (never incremental: nothing to keep)
+        return None
+    return aggregate
+
+
+def _keeping(
+    plan: RefreshPlan, kept: Aggregation | None, recorded: Recorded | None, state: str | None
+) -> RefreshPlan:
+    """``plan`` with the averages' state it reads and writes (none for a NO_OP)."""
+    if kept is None or plan.technique == Technique.NO_OP:
+        return plan
+    incremental = plan.technique == Technique.GROUP_AGGREGATE and recorded is not None
+    source = recorded.state if incremental and recorded is not None else None
+    return replace(plan, kept=kept, state_from=source, state_to=state)
 
 
 def _arrow_job(
@@ -359,7 +411,13 @@ def combined_groups(
 
 def _regrouped(rows: DataFrame, aggregation: Aggregation, schema: StructType) -> DataFrame:
     """``rows`` (groups' partial results) aggregated again by the keys."""
-    again = {Combine.SUM: F.sum, Combine.ADD: F.sum, Combine.LEAST: F.min, Combine.GREATEST: F.max}
+    again = {
+        Combine.SUM: F.sum,
+        Combine.ADD: F.sum,
+        Combine.LEAST: F.min,
+        Combine.GREATEST: F.max,
+        Combine.AVERAGE: F.max,  # (replaced by the kept sums' average: view_avg)
+    }
     aggregates = [
         again[how](F.col(f"`{c}`")).cast(schema[c].dataType).alias(c)
         for c, how in aggregation.columns.items()
@@ -379,7 +437,14 @@ def _emptied(groups: DataFrame, aggregation: Aggregation) -> DataFrame:
     return groups
 
 
+def regrouped(rows: DataFrame, aggregation: Aggregation) -> DataFrame:
+    """Signed groups (:func:`signed_groups`) as one row per touched group."""
+    return _regrouped(rows, aggregation, rows.schema)
+
+
 def _combine(old: Column, new: Column, how: Combine) -> Column:
+    if how == Combine.AVERAGE:  # (the source's average is the group's new one)
+        return new
     if how == Combine.SUM:
         return F.when(old.isNull(), new).when(new.isNull(), old).otherwise(old + new)
     if how == Combine.ADD:

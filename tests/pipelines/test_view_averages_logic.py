@@ -1,0 +1,104 @@
+"""The pure logic of ``avg`` kept through exact sums and counts (no Spark): which value
+types can be averaged incrementally, the bounds where an average derived from an exact sum
+is Spark's own, and the plan that needs the kept state recorded and readable."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+
+from headwater.pipelines.define.elements import RefreshPolicy
+from headwater.pipelines.refresh import averages
+from headwater.pipelines.refresh.plan import (
+    Aggregation,
+    Change,
+    Combine,
+    Facts,
+    Recorded,
+    Shape,
+    Technique,
+    plan_refresh,
+)
+
+
+def test_integral_and_decimal_values_average_doubles_and_floats_do_not():
+    assert averages.average_of("m", 0, "integer") == averages.Average("m", 0)
+    assert averages.average_of("m", 1, "long").sum_type == "decimal(38,0)"
+    price = averages.average_of("m", 2, "decimal", 10, 2)
+    assert isinstance(price, averages.Average)
+    assert price.sum_type == "decimal(20,2)"  # Spark's sum buffer of decimal(10, 2)
+    assert (price.sum, price.count, price.magnitude) == ("__avg2_sum", "__avg2_count", "__avg2_abs")
+    for kind in ("double", "float"):
+        found = averages.average_of("m", 0, kind)
+        assert isinstance(found, str) and "do not combine exactly" in found
+    wide = averages.average_of("m", 0, "decimal", 38, 10)
+    assert isinstance(wide, str) and "decimal(38,10)" in wide
+
+
+@pytest.mark.parametrize(
+    ("p1", "s1", "scale"),
+    [(20, 2, 20), (28, 18, 28), (11, 0, 21), (38, 10, 10), (14, 4, 25), (38, 0, 6)],
+)
+def test_division_scale_is_sparks(p1, s1, scale):
+    """decimal(p1, s1) / decimal(20, 0) as Spark types it (precision loss allowed)."""
+    assert averages.division_scale(p1, s1) == scale
+
+
+def test_a_decimal_average_rounds_once_while_the_count_is_under_its_limit():
+    price = averages.average_of("m", 0, "decimal", 10, 2)
+    assert isinstance(price, averages.Average)
+    assert price.count_limit == 10**13
+    assert averages.exact(price, None, 10**13 - 1) and not averages.exact(price, None, 10**13)
+    # Rounding the quotient at scale 20 first, then at scale 6, equals rounding once at 6
+    # for counts under the limit: the quotient is never within 10^-20 of a half unit.
+    for total, count in [(Decimal("1.00"), 3), (Decimal("-2.50"), 8), (Decimal("0.01"), 16)]:
+        once = (total / count).quantize(Decimal("1e-6"), ROUND_HALF_UP)
+        twice = (total / count).quantize(Decimal("1e-20"), ROUND_HALF_UP)
+        assert twice.quantize(Decimal("1e-6"), ROUND_HALF_UP) == once
+
+
+def test_an_integral_average_is_exact_below_2_53():
+    mean = averages.Average("m", 0)
+    assert averages.exact(mean, 2**53 - 1, 5) and not averages.exact(mean, 2**53, 5)
+    assert averages.exact(mean, None, None)  # (no value at all)
+
+
+MEAN = averages.Average("mean", 0)
+GROUPED = Aggregation(
+    ("region",), {"mean": Combine.AVERAGE, "n": Combine.ADD}, rows="n", averages=(MEAN,)
+)
+APPENDED = Facts(
+    policy=RefreshPolicy.AUTO,
+    definition="d1",
+    recorded=Recorded({"db.raw": 4}, "d1", version=7, state="/s/state/abc"),
+    view_version=7,
+    inputs={"db.raw": 5},
+    changes={"db.raw": Change.APPENDS},
+    deterministic=True,
+    shape=Shape("the query aggregates", (), GROUPED),
+)
+
+
+def test_averages_merge_when_their_state_was_kept():
+    plan = plan_refresh("db.gold", APPENDED)
+    assert plan.technique == Technique.GROUP_AGGREGATE, plan.reason
+    assert "(add, avg)" in plan.reason
+    updated = replace(
+        APPENDED, changes={"db.raw": Change.UPDATES}, change_feed=frozenset({"db.raw"})
+    )
+    assert plan_refresh("db.gold", updated).technique == Technique.GROUP_AGGREGATE
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"recorded": Recorded({"db.raw": 4}, "d1", version=7)}, "no refresh kept its averages'"),
+        ({"state_readable": False}, "kept sums and counts are gone"),
+    ],
+)
+def test_without_the_kept_state_averages_are_recomputed(change, reason):
+    plan = plan_refresh("db.gold", replace(APPENDED, **change))
+    assert plan.technique == Technique.FULL_RECOMPUTE
+    assert reason in plan.reason, plan.reason
