@@ -12,7 +12,6 @@ must be one of the pipeline inputs' reads (or constant rows), and the plan deter
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,7 @@ from headwater.delta.files import change_data
 from headwater.delta.log.actions import decode_path
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.define.elements import Flow
-from headwater.pipelines.refresh import snapshots
+from headwater.pipelines.refresh import definition, snapshots
 from headwater.pipelines.refresh.averages import Average, average_of
 from headwater.pipelines.refresh.plan import (
     Aggregation,
@@ -93,12 +92,10 @@ CLOCK = re.compile(
 
 
 def definition_digest(flow: Flow, schema_json: str) -> str:
-    """A digest of what the view computes: its SQL or its function's source, and its
-    schema. A changed definition resets the view's incremental state."""
-    try:
-        text = flow.sql or inspect.getsource(flow.func)
-    except (OSError, TypeError):
-        text = f"{flow.func.__module__}.{flow.func.__qualname__}"
+    """A digest of what the view computes: its SQL, or its function's source with the
+    helpers and constants it names (:mod:`.definition`), and its schema. A changed
+    definition resets the view's incremental state."""
+    text = flow.sql or definition.definition_text(flow.func)
     return hashlib.sha256(f"{text}\n{schema_json}".encode()).hexdigest()[:16]
 
 
