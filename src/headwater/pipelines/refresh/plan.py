@@ -15,7 +15,11 @@ aggregates combine — sum, count, min, max, count_if: the query runs on the new
 its groups merge into the view's; or rows were also updated or deleted in inputs whose
 change data feed has them, and the aggregates can take rows back — counts and exact sums,
 with a ``count(*)`` to tell when a group empties: the query runs on the removed rows too,
-and their groups are subtracted) and *full recompute*.
+and their groups are subtracted), *partition overwrite* (the inputs changed only in
+partitions their logs name, and the view's partition column is theirs carried unchanged:
+those partitions are recomputed and replaced, :mod:`.partition_plan`) and *full
+recompute*. Where both the group aggregate and the partition overwrite apply, a cost model
+chooses (:func:`.partition_plan.prefer`).
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from enum import Enum
 
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import RefreshPolicy
+from headwater.pipelines.refresh import partition_plan
+from headwater.pipelines.refresh.partition_plan import Overwrite, Partitioned
 
 
 class Technique(str, Enum):
     NO_OP = "NO_OP"
     APPEND = "APPEND"
     GROUP_AGGREGATE = "GROUP_AGGREGATE"
+    PARTITION_OVERWRITE = "PARTITION_OVERWRITE"
     FULL_RECOMPUTE = "FULL_RECOMPUTE"
 
 
@@ -123,6 +130,8 @@ class Facts:
     rows_in_inputs: int | None = None  # rows the changed inputs hold now
     # Inputs whose change data feed holds every row changed since the recorded version.
     change_feed: frozenset[str] = frozenset()
+    # The view's partitions against its inputs' (partition overwrite; None: not analysed).
+    partitioned: Partitioned | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +157,7 @@ class RefreshPlan:
     # :mod:`.arrow_refresh`); and why not Arrow, when a group aggregate could not.
     executor: str = "spark"
     executor_reason: str | None = None
+    overwrite: Overwrite | None = None  # the partitions to recompute (partition overwrite)
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -191,7 +201,26 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
         return RefreshPlan(Technique.NO_OP, no_op.reason, (no_op, full))
     append = _append(facts, initializing)
     grouped = _group_aggregate(facts, initializing)
-    considered = (no_op, append, grouped)
+    partitions, overwrite = _partition_overwrite(facts, initializing)
+    considered = (no_op, append, grouped, partitions)
+    if overwrite is not None and not append.applicable:
+        chosen = partitions
+        if grouped.applicable:
+            better, why = partition_plan.prefer(facts.partitioned, bool(_changed(facts)[1]))
+            chosen = partitions if better else grouped
+            chosen = replace(
+                chosen, reason=f"{chosen.reason} (chosen over {_other(chosen)}: {why})"
+            )
+        if chosen.technique == Technique.PARTITION_OVERWRITE:
+            full = Considered(Technique.FULL_RECOMPUTE, True, "reads every row again")
+            return RefreshPlan(
+                chosen.technique,
+                chosen.reason,
+                (*considered, full),
+                view_version=facts.view_version,
+                overwrite=overwrite,
+            )
+        grouped = chosen
     for chosen in (append, grouped):
         if chosen.applicable:
             full = Considered(Technique.FULL_RECOMPUTE, True, "reads every row again")
@@ -208,6 +237,8 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
         why = no_op.reason
     else:  # the reason of the technique the query's shape was closest to
         why = grouped.reason if facts.shape.aggregate is not None else append.reason
+        if _partitioned(facts):
+            why = f"{why}; {partitions.reason}"
     if facts.policy == RefreshPolicy.INCREMENTAL_STRICT and initializing is None:
         raise NotIncrementalizable(
             f"[MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE] '{view}' has REFRESH POLICY "
@@ -216,6 +247,35 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
         )
     full = Considered(Technique.FULL_RECOMPUTE, True, why)
     return RefreshPlan(Technique.FULL_RECOMPUTE, why, (*considered, full), why)
+
+
+def _partition_overwrite(
+    facts: Facts, initializing: str | None
+) -> tuple[Considered, Overwrite | None]:
+    """Whether the changed partitions can be recomputed alone (:mod:`.partition_plan`)."""
+    blocked = _not_incremental(facts, initializing)
+    if blocked is not None:
+        return Considered(Technique.PARTITION_OVERWRITE, False, blocked), None
+    changed, _ = _changed(facts)
+    found, why = partition_plan.overwrite(facts.partitioned, changed, quarantines=facts.quarantines)
+    if found is None:
+        return Considered(Technique.PARTITION_OVERWRITE, False, why), None
+    assert facts.partitioned is not None
+    why = partition_plan.reason(found, facts.partitioned, changed, _kinds(facts, changed))
+    return Considered(Technique.PARTITION_OVERWRITE, True, why), found
+
+
+def _partitioned(facts: Facts) -> bool:
+    """The view has a partition column (a failed partition overwrite is worth a reason)."""
+    return facts.partitioned is not None and (
+        facts.partitioned.column is not None or facts.partitioned.not_derived is not None
+    )
+
+
+def _other(chosen: Considered) -> str:
+    if chosen.technique == Technique.PARTITION_OVERWRITE:
+        return Technique.GROUP_AGGREGATE.value
+    return Technique.PARTITION_OVERWRITE.value
 
 
 def _initialization(facts: Facts) -> str | None:
