@@ -28,6 +28,7 @@ from headwater.pipelines.refresh.plan import (
     Technique,
     plan_refresh,
 )
+from headwater.pipelines.runner import partition_refresh
 
 CHANGE_TYPE = "_change_type"  # the change data feed's own columns
 CDF_COLUMNS = (CHANGE_TYPE, "_commit_version", "_commit_timestamp")
@@ -104,6 +105,12 @@ def plan_view(
     if grown and len(grown) == len([c for c in changes.values() if c != Change.NONE]):
         gained, held = _row_counts(spark, grown, found, versions)
         facts = replace(facts, rows_appended=gained, rows_in_inputs=held)
+    if any(c != Change.NONE for c in changes.values()) and not quarantines:
+        assert recorded is not None
+        partitioned = partition_refresh.partition_facts(
+            spark, df, frames, view.location, recorded.inputs, versions, found
+        )
+        facts = replace(facts, partitioned=partitioned)
     rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
     if rewrite_up_to:
         facts = replace(facts, rewrite_up_to=int(rewrite_up_to))
