@@ -125,8 +125,14 @@ def _trace(
             raise _NotDerived("is not a GROUP BY column")
         return _trace(children[0], inner, known)
     if name == "Window":
+        # (The analyser moves a select list's aliases below the window: ``day AS d`` is
+        # a column of its own there, the window partitioned by ``day``.)
         spec = _seq(node.partitionSpec())  # type: ignore[attr-defined]
-        if not any(p.nodeName() == "AttributeReference" and _id(p) == attribute for p in spec):
+        origin = _origin(children[0], attribute)
+        if not any(
+            p.nodeName() == "AttributeReference" and _origin(children[0], _id(p)) == origin
+            for p in spec
+        ):
             shown = ", ".join(str(p.sql()) for p in spec) or "nothing"
             raise _NotDerived(f"passes a window partitioned by {shown}, not by it")
         return _trace(children[0], attribute, known)
@@ -147,6 +153,25 @@ def _trace(
             raise _NotDerived(f"is made by {name}")
         return _trace(children[0], attribute, known)
     raise _NotDerived(f"passes {name}")
+
+
+def _origin(node: object, attribute: int) -> int:
+    """The id of the column that ``node``'s column ``attribute`` renames, down plain
+    aliases of projections and operators that pass their child's columns."""
+    while True:
+        name = node.nodeName()  # type: ignore[attr-defined]
+        children = _seq(node.children())  # type: ignore[attr-defined]
+        if name == "Project":
+            found = [e for e in _seq(node.projectList()) if _id(e) == attribute]  # type: ignore[attr-defined]
+            inner = found[0] if found else None
+            inner = inner.child() if inner is not None and inner.nodeName() == "Alias" else inner
+            if inner is None or inner.nodeName() != "AttributeReference":
+                return attribute
+            attribute, node = _id(inner), children[0]
+        elif (name in PASSING or name == "Window") and _name(children[0], attribute) is not None:
+            node = children[0]
+        else:
+            return attribute
 
 
 def _join(
