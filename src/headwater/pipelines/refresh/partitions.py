@@ -119,11 +119,17 @@ def _trace(
     if name == "Project":
         return _trace(children[0], _plain(node.projectList(), attribute, "is computed"), known)  # type: ignore[attr-defined]
     if name == "Aggregate":
-        inner = _plain(node.aggregateExpressions(), attribute, "is an aggregate")  # type: ignore[attr-defined]
         grouping = _seq(node.groupingExpressions())  # type: ignore[attr-defined]
-        if not any(g.nodeName() == "AttributeReference" and _id(g) == inner for g in grouping):
-            raise _NotDerived("is not a GROUP BY column")
-        return _trace(children[0], inner, known)
+        for e in _seq(node.aggregateExpressions()):  # type: ignore[attr-defined]
+            inner = e.child() if e.nodeName() == "Alias" and _id(e) == attribute else e
+            if _id(e) != attribute and inner is e:
+                continue
+            if not any(inner.semanticEquals(g) for g in grouping):
+                raise _NotDerived(f"is an aggregate ({e.sql()})")
+            if inner.nodeName() != "AttributeReference":
+                raise _NotDerived(f"is computed ({e.sql()})")
+            return _trace(children[0], _id(inner), known)
+        raise _NotDerived("is not a GROUP BY column")
     if name == "Window":
         # (The analyser moves a select list's aliases below the window: ``day AS d`` is
         # a column of its own there, the window partitioned by ``day``.)
