@@ -72,6 +72,7 @@ def test_anything_else_is_a_full_recompute_with_its_reason(change, reason):
         Technique.NO_OP,
         Technique.APPEND,
         Technique.GROUP_AGGREGATE,
+        Technique.PARTITION_OVERWRITE,
     ]
 
 

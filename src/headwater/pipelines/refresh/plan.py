@@ -16,7 +16,11 @@ through an exact sum and count kept beside the view (:mod:`.averages`): the quer
 the new rows and its groups merge into the view's; or rows were also updated or deleted in
 inputs whose change data feed has them, and the aggregates can take rows back — counts,
 exact sums and such averages, with a ``count(*)`` to tell when a group empties: the query
-runs on the removed rows too, and their groups are subtracted) and *full recompute*.
+runs on the removed rows too, and their groups are subtracted), *partition overwrite*
+(the inputs changed only in partitions their logs name, and the view's partition column
+is theirs carried unchanged: those partitions are recomputed and replaced,
+:mod:`.partition_plan`) and *full recompute*. Where both the group aggregate and the
+partition overwrite apply, a cost model chooses (:func:`.partition_plan.prefer`).
 """
 
 from __future__ import annotations
@@ -27,13 +31,16 @@ from enum import Enum
 
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import RefreshPolicy
+from headwater.pipelines.refresh import partition_plan
 from headwater.pipelines.refresh.averages import Average
+from headwater.pipelines.refresh.partition_plan import Overwrite, Partitioned
 
 
 class Technique(str, Enum):
     NO_OP = "NO_OP"
     APPEND = "APPEND"
     GROUP_AGGREGATE = "GROUP_AGGREGATE"
+    PARTITION_OVERWRITE = "PARTITION_OVERWRITE"
     FULL_RECOMPUTE = "FULL_RECOMPUTE"
 
 
@@ -132,6 +139,8 @@ class Facts:
     # Inputs whose change data feed holds every row changed since the recorded version.
     change_feed: frozenset[str] = frozenset()
     state_readable: bool = True  # the recorded averages' state is still there
+    # The view's partitions against its inputs' (partition overwrite; None: not analysed).
+    partitioned: Partitioned | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +172,7 @@ class RefreshPlan:
     kept: Aggregation | None = None
     state_from: str | None = None
     state_to: str | None = None
+    overwrite: Overwrite | None = None  # the partitions to recompute (partition overwrite)
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -212,7 +222,26 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
         return RefreshPlan(Technique.NO_OP, no_op.reason, (no_op, full))
     append = _append(facts, initializing)
     grouped = _group_aggregate(facts, initializing)
-    considered = (no_op, append, grouped)
+    partitions, overwrite = _partition_overwrite(facts, initializing)
+    considered = (no_op, append, grouped, partitions)
+    if overwrite is not None and not append.applicable:
+        chosen = partitions
+        if grouped.applicable:
+            better, why = partition_plan.prefer(facts.partitioned, bool(_changed(facts)[1]))
+            chosen = partitions if better else grouped
+            chosen = replace(
+                chosen, reason=f"{chosen.reason} (chosen over {_other(chosen)}: {why})"
+            )
+        if chosen.technique == Technique.PARTITION_OVERWRITE:
+            full = Considered(Technique.FULL_RECOMPUTE, True, "reads every row again")
+            return RefreshPlan(
+                chosen.technique,
+                chosen.reason,
+                (*considered, full),
+                view_version=facts.view_version,
+                overwrite=overwrite,
+            )
+        grouped = chosen
     for chosen in (append, grouped):
         if chosen.applicable:
             full = Considered(Technique.FULL_RECOMPUTE, True, "reads every row again")
@@ -229,6 +258,8 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
         why = no_op.reason
     else:  # the reason of the technique the query's shape was closest to
         why = grouped.reason if facts.shape.aggregate is not None else append.reason
+        if _partitioned(facts):
+            why = f"{why}; {partitions.reason}"
     if facts.policy == RefreshPolicy.INCREMENTAL_STRICT and initializing is None:
         raise NotIncrementalizable(
             f"[MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE] '{view}' has REFRESH POLICY "
@@ -237,6 +268,35 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
         )
     full = Considered(Technique.FULL_RECOMPUTE, True, why)
     return RefreshPlan(Technique.FULL_RECOMPUTE, why, (*considered, full), why)
+
+
+def _partition_overwrite(
+    facts: Facts, initializing: str | None
+) -> tuple[Considered, Overwrite | None]:
+    """Whether the changed partitions can be recomputed alone (:mod:`.partition_plan`)."""
+    blocked = _not_incremental(facts, initializing)
+    if blocked is not None:
+        return Considered(Technique.PARTITION_OVERWRITE, False, blocked), None
+    changed, _ = _changed(facts)
+    found, why = partition_plan.overwrite(facts.partitioned, changed, quarantines=facts.quarantines)
+    if found is None:
+        return Considered(Technique.PARTITION_OVERWRITE, False, why), None
+    assert facts.partitioned is not None
+    why = partition_plan.reason(found, facts.partitioned, changed, _kinds(facts, changed))
+    return Considered(Technique.PARTITION_OVERWRITE, True, why), found
+
+
+def _partitioned(facts: Facts) -> bool:
+    """The view has a partition column (a failed partition overwrite is worth a reason)."""
+    return facts.partitioned is not None and (
+        facts.partitioned.column is not None or facts.partitioned.not_derived is not None
+    )
+
+
+def _other(chosen: Considered) -> str:
+    if chosen.technique == Technique.PARTITION_OVERWRITE:
+        return Technique.GROUP_AGGREGATE.value
+    return Technique.PARTITION_OVERWRITE.value
 
 
 def _initialization(facts: Facts) -> str | None:

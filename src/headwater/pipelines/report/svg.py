@@ -38,6 +38,7 @@ REFRESH_LABELS = {
     "NO_OP": "unchanged",
     "APPEND": "new rows appended",
     "GROUP_AGGREGATE": "groups merged",
+    "PARTITION_OVERWRITE": "partitions recomputed",
     "FULL_RECOMPUTE": "recomputed",
 }
 # A flow's states, and an update's (CANCELED, INITIALIZING, SETTING_UP_TABLES).

@@ -21,8 +21,8 @@ from headwater.pipelines.graph.analysis import AnalysedFlow, Graph, evaluate
 from headwater.pipelines.graph.reads import PipelineReads
 from headwater.pipelines.refresh.plan import Technique
 from headwater.pipelines.runner import flows as flow_runs
+from headwater.pipelines.runner import partition_refresh, view_avg, view_refresh
 from headwater.pipelines.runner import retry as run_retry
-from headwater.pipelines.runner import view_avg, view_refresh
 from headwater.pipelines.runner.context import UpdateContext
 from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quarantine_name, violation
 from headwater.pipelines.runner.flows import FlowRun
@@ -218,6 +218,23 @@ class FlowExecutor:
         run.technique = plan.technique.value
         if plan.technique == Technique.NO_OP:
             return None
+        if plan.technique == Technique.PARTITION_OVERWRITE:  # the changed partitions, again
+            assert plan.overwrite is not None
+            pinned = partition_refresh.filtered_inputs(self.ctx.spark, plan.overwrite, versions)
+            reads = self.reads(graph, af, run, pins=versions, appended=pinned)
+            try:
+                return partition_refresh.overwrite_partitions(
+                    self.ctx.spark,
+                    af,
+                    dataset,
+                    evaluate(flow, reads),
+                    plan.overwrite,
+                    run=run,
+                    rules=rules,
+                    user_metadata=record,
+                )
+            finally:
+                reads.drop_views()
         if changed is not None and changed.arrow is not None:  # a small change, no Spark job
             return view_refresh.refresh_in_arrow(self.ctx.spark, af.target, changed.arrow, record)
         if changed is not None:

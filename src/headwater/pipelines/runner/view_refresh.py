@@ -29,7 +29,7 @@ from headwater.pipelines.refresh.plan import (
     Technique,
     plan_refresh,
 )
-from headwater.pipelines.runner import view_avg
+from headwater.pipelines.runner import partition_refresh, view_avg
 
 CHANGE_TYPE = "_change_type"  # the change data feed's own columns
 CDF_COLUMNS = (CHANGE_TYPE, "_commit_version", "_commit_timestamp")
@@ -145,6 +145,14 @@ def _plan_view(
         facts = replace(facts, rows_appended=gained, rows_in_inputs=held)
     if Change.UPDATES in changes.values():
         facts = _update_counts(spark, facts, found, versions)
+    # A view keeping averages' sums (kept) is a group aggregate: its kept state is what a
+    # partition overwrite would not write, so only the group aggregate refreshes it.
+    if any(c != Change.NONE for c in changes.values()) and not quarantines and kept is None:
+        assert recorded is not None
+        partitioned = partition_refresh.partition_facts(
+            spark, df, frames, view.location, recorded.inputs, versions, found
+        )
+        facts = replace(facts, partitioned=partitioned)
     rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
     if rewrite_up_to:
         facts = replace(facts, rewrite_up_to=int(rewrite_up_to))
