@@ -20,7 +20,9 @@ SILVER = """
 from pyspark import pipelines as dp
 
 
-@dp.table(partition_cols=["day"])
+# No change feed (the runner would turn it on): updates cannot be taken back, so the
+# partitions are what a refresh can narrow to.
+@dp.table(partition_cols=["day"], table_properties={"delta.enableChangeDataFeed": "false"})
 def silver():
     return (
         spark.readStream.format("cloudFiles")
@@ -205,5 +207,5 @@ def test_random_changes_by_partition_equal_their_recompute(project):
             if kind == "update_many":  # touched every partition (or not: a random key)
                 want.add("FULL_RECOMPUTE")
             assert chosen in want, (step, kind, view, plans[view])
-        for view in FALLBACKS:
-            assert plans[view]["chosen"] in ("FULL_RECOMPUTE", "NO_OP"), (step, view)
+        for view in FALLBACKS:  # (appends may still be merged as groups or appended)
+            assert plans[view]["chosen"] != "PARTITION_OVERWRITE", (step, view, plans[view])

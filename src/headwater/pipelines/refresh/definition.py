@@ -16,9 +16,9 @@ installed) are named, not read: they change with a version, not with the pipelin
 from __future__ import annotations
 
 import inspect
+import os
 import sysconfig
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import CodeType, FunctionType
 from typing import Any
 
@@ -27,7 +27,7 @@ DEPTH = 4
 _PLAIN = (str, int, float, bool, bytes, type(None))
 _LIBRARY_ROOTS = tuple(
     {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-) + (str(Path(__file__).resolve().parents[2]),)  # headwater itself
+) + (os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),)  # headwater
 
 
 def definition_text(func: Callable[..., Any]) -> str:
@@ -88,4 +88,4 @@ def _users(func: FunctionType) -> bool:
         path = inspect.getsourcefile(func) or ""
     except TypeError:
         return False
-    return bool(path) and not str(Path(path).resolve()).startswith(_LIBRARY_ROOTS)
+    return bool(path) and not os.path.abspath(path).startswith(_LIBRARY_ROOTS)

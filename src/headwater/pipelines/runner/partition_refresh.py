@@ -31,6 +31,7 @@ def partition_facts(
     df: DataFrame,
     frames: Mapping[str, Sequence[DataFrame]],
     view_location: str,
+    *,
     since: Mapping[str, int],
     now: Mapping[str, int | None],
     found: Mapping[str, InputChange],

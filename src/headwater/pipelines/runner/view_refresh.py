@@ -150,7 +150,7 @@ def _plan_view(
     if any(c != Change.NONE for c in changes.values()) and not quarantines and kept is None:
         assert recorded is not None
         partitioned = partition_refresh.partition_facts(
-            spark, df, frames, view.location, recorded.inputs, versions, found
+            spark, df, frames, view.location, since=recorded.inputs, now=versions, found=found
         )
         facts = replace(facts, partitioned=partitioned)
     rewrite_up_to = spark.conf.get(REWRITE_UP_TO, None)
@@ -296,16 +296,7 @@ def _row_counts(
 ) -> tuple[int | None, int | None]:
     """The rows the appended inputs gained (counted from their commits' stats as they were
     classified) and hold now: what the cost model weighs and the planning event shows."""
-    added: int | None = 0
-    total: int | None = 0
-    for key in keys:
-        version = now[key]
-        assert version is not None
-        n = found[key].rows_added
-        t = view_inputs.rows_at(api.table(spark, key).location, version)
-        added = None if added is None or n is None else added + n
-        total = None if total is None or t is None else total + t
-    return added, total
+    return _counted(spark, keys, {k: found[k].rows_added for k in keys}, now)
 
 
 def _update_counts(
@@ -318,16 +309,28 @@ def _update_counts(
     commits' metrics) and the rows the changed inputs hold (from their files' stats),
     what the cost model weighs (unknown: not weighed)."""
     keys = sorted(k for k, f in found.items() if f.change != Change.NONE)
-    read: int | None = 0
+    read, total = _counted(spark, keys, {k: found[k].rows_changed for k in keys}, now)
+    return replace(facts, rows_changed=read, rows_in_inputs=total)
+
+
+def _counted(
+    spark: SparkSession,
+    keys: Sequence[str],
+    rows: Mapping[str, int | None],
+    now: Mapping[str, int | None],
+) -> tuple[int | None, int | None]:
+    """The sum of ``rows`` over ``keys``, and the rows those inputs hold at their versions
+    ``now`` (either None when one input's count is unknown)."""
+    summed: int | None = 0
     total: int | None = 0
     for key in keys:
         version = now[key]
         assert version is not None
-        n = found[key].rows_changed
+        n = rows[key]
         t = view_inputs.rows_at(api.table(spark, key).location, version)
-        read = None if read is None or n is None else read + n
+        summed = None if summed is None or n is None else summed + n
         total = None if total is None or t is None else total + t
-    return replace(facts, rows_changed=read, rows_in_inputs=total)
+    return summed, total
 
 
 def signed_groups(
