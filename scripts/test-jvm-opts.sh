@@ -11,8 +11,6 @@
 #   - an application class archive (CDS) of the classes a session loads, made once per
 #     venv, pyspark and Java version by scripts/jvm_class_archive.py (about 30 s; 180 MB);
 #   - C1 only (-XX:TieredStopAtLevel=1): short-lived JVMs never earn C2's compile time back.
-#     The test workers' own sessions, which live the whole run, start without it
-#     (tests/conftest.py long_lived_driver).
 # Measured 2026-11-27 on 2 cores: a session's start and a few Delta writes 29-40 s -> 13-15 s;
 # tests/pipelines/test_crash.py + test_cli.py 201 s -> 137 s.
 # Users' sessions are not affected: only the test scripts set these options.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
@@ -31,31 +30,11 @@ def warehouse() -> Path:
     shutil.rmtree(root, ignore_errors=True)
 
 
-C1_ONLY = "-XX:TieredStopAtLevel=1"
-
-
-@contextlib.contextmanager
-def long_lived_driver():
-    """The test scripts give Spark drivers C1 only (scripts/test-jvm-opts.sh): right for
-    the drivers tests start in subprocesses, which live seconds, not for the worker's own
-    session, which lives the whole run and earns the optimising compiler's time back. It
-    starts without the flag; the drivers started after it keep it."""
-    given = os.environ.get("SPARK_SUBMIT_OPTS")
-    if given is not None:
-        os.environ["SPARK_SUBMIT_OPTS"] = given.replace(C1_ONLY, "")
-    try:
-        yield
-    finally:
-        if given is not None:
-            os.environ["SPARK_SUBMIT_OPTS"] = given
-
-
 @pytest.fixture(scope="session")
 def spark(warehouse):
     import headwater
 
-    with long_lived_driver():
-        session = headwater.session("headwater-tests", master="local[2]", warehouse=str(warehouse))
+    session = headwater.session("headwater-tests", master="local[2]", warehouse=str(warehouse))
     yield session
     session.stop()
 
