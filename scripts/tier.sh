@@ -116,9 +116,6 @@ if [ -n "${HEADWATER_REINSTALL:-}" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")"
   "$VENV/bin/python" -m pip install -q "${PIP_ARGS[@]}"
   echo "$WANT" > "$STAMP"
 fi
-# The drivers' JVM options, the venv's class archive made once (scripts/test-jvm-opts.sh).
-SPARK_SUBMIT_OPTS="$(bash scripts/test-jvm-opts.sh "$VENV") ${SPARK_SUBMIT_OPTS:-}"
-export SPARK_SUBMIT_OPTS
 flock -u 8
 
 echo "== JVM jars of the $TIER tier (jars/pom.xml; fetched once, then from the cache)"
