@@ -60,6 +60,7 @@ class ChangedRows:
     arrow: arrow_refresh.ArrowJob | None = None  # a small change: refreshed in Arrow instead
 
 
+@snapshots.scope()
 def plan_view(
     spark: SparkSession,
     af: AnalysedFlow,
@@ -73,33 +74,9 @@ def plan_view(
 ) -> tuple[RefreshPlan, str, ChangedRows | None]:
     """The plan of this refresh, what its commit records, and (for the *append* and
     *group aggregate* techniques) the changed inputs' rows; each table version it reads
-    loaded once (:mod:`..refresh.snapshots`). A view with ``avg`` keeps its sums and
-    counts in a new folder under ``state_folder`` (:mod:`.view_avg`), named in the
-    record."""
-    with snapshots.scope():
-        return _plan_view(
-            spark,
-            af,
-            dataset,
-            df,
-            versions,
-            frames,
-            quarantines=quarantines,
-            state_folder=state_folder,
-        )
-
-
-def _plan_view(
-    spark: SparkSession,
-    af: AnalysedFlow,
-    dataset: Dataset,
-    df: DataFrame,
-    versions: Mapping[str, int | None],
-    frames: Mapping[str, Sequence[DataFrame]],
-    *,
-    quarantines: bool,
-    state_folder: str | None,
-) -> tuple[RefreshPlan, str, ChangedRows | None]:
+    loaded once (:mod:`..refresh.snapshots`, a scope per call). A view with ``avg`` keeps
+    its sums and counts in a new folder under ``state_folder`` (:mod:`.view_avg`), named
+    in the record."""
     definition = view_inputs.definition_digest(af.flow, af.schema.json())
     view = api.table(spark, af.target)
     recorded, view_version = (
