@@ -58,7 +58,10 @@ status=0
 # tests/conftest.py makes slow files first; by default xdist sends files with many tests
 # first, so the few-test crash and benchmark files ran last and left one worker busy for
 # minutes while the other idled.
-.venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder --durations=40 "$@" || status=$?
+# The JVM options of the drivers tests start in subprocesses (a class archive, C1 only):
+# scripts/test-jvm-opts.sh says why; the workers' own sessions start without them.
+HEADWATER_TEST_DRIVER_OPTS="$(bash scripts/test-jvm-opts.sh .venv)" \
+  .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder --durations=40 "$@" || status=$?
 for pid in "${prep[@]+"${prep[@]}"}"; do wait "$pid" || true; done
 # The lanes run side by side (one Spark process each, mostly waiting on a broker or on
 # each other's commits), each tier into its own log, printed whole when its lane ends.

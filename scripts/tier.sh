@@ -117,6 +117,10 @@ if [ -n "${HEADWATER_REINSTALL:-}" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")"
   echo "$WANT" > "$STAMP"
 fi
 flock -u 8
+# The JVM options of the drivers tests start in subprocesses (scripts/test-jvm-opts.sh),
+# the venv's class archive made once.
+HEADWATER_TEST_DRIVER_OPTS="$(bash scripts/test-jvm-opts.sh "$VENV")"
+export HEADWATER_TEST_DRIVER_OPTS
 
 echo "== JVM jars of the $TIER tier (jars/pom.xml; fetched once, then from the cache)"
 bash scripts/fetch-jars.sh "${JAR_TIERS[@]}" >/dev/null

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -11,6 +12,33 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The JVM options of the Spark drivers tests start in subprocesses (scripts/test-jvm-opts.sh:
+# a class archive and C1 only, for drivers that live seconds): every driver started from
+# here on reads them, except the worker's own session (``long_lived_driver``).
+_USERS_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")
+if os.environ.get("HEADWATER_TEST_DRIVER_OPTS"):
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+        filter(None, (os.environ["HEADWATER_TEST_DRIVER_OPTS"], _USERS_SUBMIT_OPTS))
+    )
+
+
+@contextlib.contextmanager
+def long_lived_driver():
+    """A Spark driver that lives the whole run (the worker's own session) starts without
+    the short-lived drivers' options: C1 only never earns the optimising compiler's time
+    back over a whole run, and with the class archive alone the in-worker tests ran slower
+    too (tests/formats csv+json + tests/sql 194 s against 141 s, 2026-11-27)."""
+    given = os.environ.get("SPARK_SUBMIT_OPTS")
+    if _USERS_SUBMIT_OPTS is None:
+        os.environ.pop("SPARK_SUBMIT_OPTS", None)
+    else:
+        os.environ["SPARK_SUBMIT_OPTS"] = _USERS_SUBMIT_OPTS
+    try:
+        yield
+    finally:
+        if given is not None:
+            os.environ["SPARK_SUBMIT_OPTS"] = given
 
 
 def pytest_collection_modifyitems(config, items):
@@ -34,7 +62,8 @@ def warehouse() -> Path:
 def spark(warehouse):
     import headwater
 
-    session = headwater.session("headwater-tests", master="local[2]", warehouse=str(warehouse))
+    with long_lived_driver():
+        session = headwater.session("headwater-tests", master="local[2]", warehouse=str(warehouse))
     yield session
     session.stop()
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import long_lived_driver
 from tests.jars import tier_jars
 from tests.kafka.broker import Broker, kafka_broker
 
@@ -74,12 +75,13 @@ def spark(warehouse):
     import headwater
 
     began = time.monotonic()
-    session = headwater.session(
-        "headwater-kafka-tests",
-        master="local[2]",
-        warehouse=str(warehouse),
-        conf={"spark.jars": ",".join(tier_jars("kafka"))},
-    )
+    with long_lived_driver():
+        session = headwater.session(
+            "headwater-kafka-tests",
+            master="local[2]",
+            warehouse=str(warehouse),
+            conf={"spark.jars": ",".join(tier_jars("kafka"))},
+        )
     print(f"\n[kafka] Spark with the connector ready in {time.monotonic() - began:.1f}s")
     yield session
     session.stop()
