@@ -109,6 +109,25 @@ def run_and_kill(root, warehouse: str, full: str, seconds: float) -> None:
     proc.wait()
 
 
+def run_here(spark, root) -> None:
+    """An update run to the end by the test's own session, no driver started for it: the
+    first update before the kills, and the rerun after them (a new driver, as after a
+    crash). The child processes share its warehouse (see ``shared_warehouse``)."""
+    from headwater import pipelines
+
+    result = pipelines.run(root, spark)
+    assert result.ok, result.failed()
+
+
+def shared_warehouse(spark) -> str:
+    """The test session's warehouse, for the child processes too: its catalog (files in the
+    warehouse) names the same tables in every process, so the test's own session runs the
+    updates that are not killed and reads, changes and checks the tables by name."""
+    from headwater.session import WAREHOUSE_CONF
+
+    return spark.conf.get(WAREHOUSE_CONF)
+
+
 def finish_and_read(root, warehouse: str, database: str, script: str) -> dict:
     """Run the update to the end, then ``script`` in a new process with ``spark`` and ``db``
     set; what it prints after RESULT, as JSON."""

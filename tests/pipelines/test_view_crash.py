@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from test_crash import CHILD, finish_and_read, land, project
+from test_crash import CHILD, land, project, run_here, shared_warehouse
 
 from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 from tests.conftest import REPO
@@ -74,7 +74,8 @@ def kill_inside_refresh(root, warehouse: str, marks, after: float) -> None:
 
 @pytest.mark.slow
 def test_incremental_refresh_killed_then_rerun_equals_a_recompute(spark, tmp_path):
-    root, database, warehouse = project(tmp_path, PIPELINE, "viewcrash")
+    root, database, _ = project(tmp_path, PIPELINE, "viewcrash")
+    warehouse = shared_warehouse(spark)
     marks = tmp_path / "marks"
     marks.mkdir()
     spec = root / "spark-pipeline.yml"
@@ -84,8 +85,7 @@ def test_incremental_refresh_killed_then_rerun_equals_a_recompute(spark, tmp_pat
     orders = tmp_path / "landing" / "orders"
     for i in range(20):  # the rounds' appends stay a small part (the cost model)
         land(orders, i)
-    first = finish_and_read(root, warehouse, database, "print('RESULT {}')")
-    assert first == {}
+    run_here(spark, root)
     landed = 20
     for after in (0.0, 0.4, 1.2, 2.5):
         for _ in range(2):
@@ -93,26 +93,21 @@ def test_incremental_refresh_killed_then_rerun_equals_a_recompute(spark, tmp_pat
             landed += 1
         kill_inside_refresh(root, warehouse, marks, after)
 
-    got = finish_and_read(
-        root,
-        warehouse,
-        database,
-        """
-        import json
-        out = {}
-        for view, query in (
-            ("totals", f"SELECT region, count(*) AS n, sum(id) AS ids FROM {db}.bronze GROUP BY region"),
-            ("evens", f"SELECT id, region FROM {db}.bronze WHERE id % 2 = 0"),
-        ):
-            want = spark.sql(query)
-            have = spark.table(f"{db}.{view}").select(*want.columns)
-            out[view] = [sorted(map(list, have.collect())), sorted(map(list, want.collect()))]
-            history = spark.sql(f"DESCRIBE HISTORY {db}.{view}").collect()
-            modes = {f"{r.operation} {(r.operationParameters or {}).get('mode', '')}" for r in history}
-            out[view].append(sorted(m.strip() for m in modes))
-        print("RESULT", json.dumps(out))
-        """,
-    )
+    run_here(spark, root)
+    got = {}
+    for view, query in (
+        ("totals", f"SELECT region, count(*) AS n, sum(id) AS ids FROM {database}.bronze GROUP BY region"),
+        ("evens", f"SELECT id, region FROM {database}.bronze WHERE id % 2 = 0"),
+    ):  # fmt: skip
+        want = spark.sql(query)
+        have = spark.table(f"{database}.{view}").select(*want.columns)
+        history = spark.sql(f"DESCRIBE HISTORY {database}.{view}").collect()
+        modes = {f"{r.operation} {(r.operationParameters or {}).get('mode', '')}" for r in history}
+        got[view] = (
+            sorted(map(list, have.collect())),
+            sorted(map(list, want.collect())),
+            sorted(m.strip() for m in modes),
+        )
     for view, (have, want, _) in got.items():
         assert have == want, view
     assert "MERGE" in got["totals"][2]  # refreshed by GROUP_AGGREGATE at least once

@@ -16,9 +16,9 @@ import textwrap
 import time
 
 import pytest
-from test_crash import finish_and_read, land, project
+from test_crash import land, project, run_here, shared_warehouse
 
-from tests.conftest import REPO, run_python
+from tests.conftest import REPO
 
 PIPELINE = """
 from pyspark import pipelines as dp
@@ -70,16 +70,10 @@ HELD = textwrap.dedent(
     """
 )
 
-RECOMPUTED = """
-import json
-query = (
-    f"SELECT region, count(*) AS n, sum(id) AS ids, count(id) AS counted "
-    f"FROM {db}.bronze GROUP BY region"
+QUERY = (
+    "SELECT region, count(*) AS n, sum(id) AS ids, count(id) AS counted "
+    "FROM {db}.bronze GROUP BY region"
 )
-want = spark.sql(query)
-have = spark.table(f"{db}.totals").select(*want.columns)
-print("RESULT", json.dumps([sorted(map(list, have.collect())), sorted(map(list, want.collect()))]))
-"""
 
 
 def killed_at_commit(root, warehouse: str, moment: str, marker) -> None:
@@ -100,26 +94,22 @@ def killed_at_commit(root, warehouse: str, moment: str, marker) -> None:
     proc.wait()
 
 
-def update_bronze(warehouse: str, database: str, where: str) -> None:
-    """Rows of bronze updated (a region renamed, ids changed): the view takes their old
-    images back from their groups and adds the new ones."""
-    script = (
-        "import sys, headwater\n"
-        "warehouse, db, where = sys.argv[1:4]\n"
-        'spark = headwater.session(master="local[1]", warehouse=warehouse)\n'
-        "spark.sql(f\"UPDATE {db}.bronze SET id = id + 1, region = 'apac' WHERE {where}\")\n"
-    )
-    run_python(script, warehouse, database, where)
+def update_bronze(spark, database: str, where: str) -> None:
+    """Rows of bronze updated (a region renamed, ids changed) by the test's own session (no
+    driver started for it): the view takes their old images back from their groups and
+    adds the new ones."""
+    spark.sql(f"UPDATE {database}.bronze SET id = id + 1, region = 'apac' WHERE {where}")
 
 
 @pytest.mark.slow
 def test_arrow_refresh_killed_at_its_commit_then_rerun_equals_a_recompute(spark, tmp_path):
-    root, database, warehouse = project(tmp_path, PIPELINE, "arrowcrash")
+    root, database, _ = project(tmp_path, PIPELINE, "arrowcrash")
+    warehouse = shared_warehouse(spark)
     orders = tmp_path / "landing" / "orders"
     marker = tmp_path / "held"
     for i in range(20):
         land(orders, i)
-    assert finish_and_read(root, warehouse, database, "print('RESULT {}')") == {}
+    run_here(spark, root)
     landed = 20
     for moment, where in (
         ("before", None),  # appended rows
@@ -130,10 +120,14 @@ def test_arrow_refresh_killed_at_its_commit_then_rerun_equals_a_recompute(spark,
         land(orders, landed)
         landed += 1
         if where is not None:
-            update_bronze(warehouse, database, where)
+            update_bronze(spark, database, where)
         killed_at_commit(root, warehouse, moment, marker)
 
-    have, want = finish_and_read(root, warehouse, database, RECOMPUTED)
+    run_here(spark, root)
+    want = spark.sql(QUERY.format(db=database))
+    view = spark.table(f"{database}.totals")
+    have = sorted(map(list, view.select(*want.columns).collect()))
+    want = sorted(map(list, want.collect()))
     assert have == want
     assert {r[0] for r in want} == {"eu", "us", "apac"}
     assert sum(r[1] for r in want) == landed * 20
