@@ -116,11 +116,12 @@ if [ -n "${HEADWATER_REINSTALL:-}" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")"
   "$VENV/bin/python" -m pip install -q "${PIP_ARGS[@]}"
   echo "$WANT" > "$STAMP"
 fi
-flock -u 8
 # The JVM options of the drivers tests start in subprocesses (scripts/test-jvm-opts.sh),
-# the venv's class archive made once.
+# the venv's class archive made once, under the venv's lock: tiers sharing a venv would
+# otherwise each make it at once.
 HEADWATER_TEST_DRIVER_OPTS="$(bash scripts/test-jvm-opts.sh "$VENV")"
 export HEADWATER_TEST_DRIVER_OPTS
+flock -u 8
 
 echo "== JVM jars of the $TIER tier (jars/pom.xml; fetched once, then from the cache)"
 bash scripts/fetch-jars.sh "${JAR_TIERS[@]}" >/dev/null
