@@ -10,7 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from headwater.pipelines.define.elements import RefreshPolicy
-from headwater.pipelines.refresh import averages
+from headwater.pipelines.refresh import averages, avg_state
 from headwater.pipelines.refresh.plan import (
     Aggregation,
     Change,
@@ -102,3 +102,58 @@ def test_without_the_kept_state_averages_are_recomputed(change, reason):
     plan = plan_refresh("db.gold", replace(APPENDED, **change))
     assert plan.technique == Technique.FULL_RECOMPUTE
     assert reason in plan.reason, plan.reason
+
+
+def _state(keys: list, rows: list, sums: list, counts: list, abs_: list):
+    import pyarrow as pa
+
+    a = averages.Average("m", 0)
+    return pa.table(
+        {
+            "k": pa.array(keys, pa.int64()),
+            averages.ROWS: pa.array(rows, pa.int64()),
+            a.sum: pa.array([Decimal(s) for s in sums], pa.decimal128(38, 0)),
+            a.count: pa.array(counts, pa.int64()),
+            a.magnitude: pa.array([Decimal(s) for s in abs_], pa.decimal128(38, 0)),
+        }
+    )
+
+
+def test_a_small_state_combines_on_the_driver_taking_rows_back_and_dropping_emptied_groups():
+    old = _state([1, 2, None], [2, 1, 1], [10, 5, 7], [2, 1, 1], [10, 5, 7])
+    # group 1 gains a row, group 2's only row is taken back, the NULL key gains one,
+    # group 3 is new (the delta's rows are signed partial states, one group twice)
+    delta = _state(
+        [1, 2, None, 3, 3], [1, -1, 1, 1, 1], [4, -5, 1, 2, 3], [1, -1, 1, 1, 1], [4, -5, 1, 2, 3]
+    )
+    out = avg_state.combined(old.select(list(reversed(old.column_names))), delta, ["k"])
+    assert out is not None and out.schema.names == delta.schema.names
+    got = {
+        r["k"]: (r[averages.ROWS], int(r["__avg0_sum"]), r["__avg0_count"]) for r in out.to_pylist()
+    }
+    assert got == {1: (3, 14, 3), None: (2, 8, 2), 3: (2, 5, 2)}  # group 2 is gone
+    assert avg_state.exact(out, [averages.Average("m", 0)])
+    past = _state([1], [1], [0], [1], [2**53])
+    assert not avg_state.exact(avg_state.combined(out, past, ["k"]), [averages.Average("m", 0)])
+
+
+def test_a_global_state_keeps_its_row_and_a_sum_past_its_precision_is_not_combined():
+    old = _state([None], [1], [3], [1], [3]).drop(["k"])
+    gone = _state([None], [-1], [-3], [-1], [-3]).drop(["k"])
+    out = avg_state.combined(old, gone, [])
+    assert out is not None and out.num_rows == 1 and out[averages.ROWS][0].as_py() == 0
+    huge = _state([1], [1], [9 * 10**37], [1], [0])
+    assert avg_state.combined(huge, huge, ["k"]) is None  # (Arrow's own sum would wrap)
+
+
+def test_the_state_written_on_the_driver_reads_back_with_its_marker(tmp_path):
+    state = _state([1, 2], [1, 1], [4, 5], [1, 1], [4, 5])
+    path = str(tmp_path / "view_state" / "abc")
+    avg_state.write(state, path)
+    assert (tmp_path / "view_state" / "abc" / "_SUCCESS").exists()
+    assert avg_state.read(path).equals(state)
+    assert avg_state.state_bytes(path) > 0
+    assert avg_state.key_type_on_driver("bigint") and avg_state.key_type_on_driver("decimal(5,2)")
+    assert not avg_state.key_type_on_driver("double")
+    assert not avg_state.key_type_on_driver("timestamp")
+    assert not avg_state.key_type_on_driver("string collate UTF8_LCASE")

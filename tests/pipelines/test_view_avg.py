@@ -17,6 +17,7 @@ from conftest import orders
 from view_checks import techniques
 
 from headwater import storage
+from headwater.pipelines.refresh import avg_state
 from headwater.pipelines.refresh import inputs as view_inputs
 from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 
@@ -183,21 +184,25 @@ def test_a_lost_state_or_a_sum_past_2_53_is_recomputed(project):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("commit", ["rewrite", "merge"])
+@pytest.mark.parametrize("commit", ["rewrite", "merge", "merge, state by turns in Spark"])
 def test_random_changes_keep_averages_equal_to_their_recompute(project, commit):
     """Property-style: seeded random appends (duplicates, NULL amounts, prices and
     regions), updates (values, to NULL, moving rows between groups), deletes (some rows, a
     whole group, then refilled); after each refresh every view equals a recompute, by the
-    technique expected — groups combined in a rewrite of the view, or merged into it."""
-    if commit == "merge":
+    technique expected — groups combined in a rewrite of the view, or merged into it; the
+    kept state combined on the driver, or every other refresh in Spark (as a state past
+    the driver's bound is: each reading the other's folder)."""
+    if commit != "rewrite":
         project.spark.conf.set(REWRITE_UP_TO, "0")
+    seed = {"rewrite": 22, "merge": 21}.get(commit, 23)
     try:
-        random_changes(project, random.Random(21 if commit == "merge" else 22))
+        random_changes(project, random.Random(seed), by_turns=commit not in ("rewrite", "merge"))
     finally:
         project.spark.conf.unset(REWRITE_UP_TO)
+        project.spark.conf.unset(avg_state.ON_DRIVER_UP_TO)
 
 
-def random_changes(project, rnd: random.Random) -> None:
+def random_changes(project, rnd: random.Random, by_turns: bool = False) -> None:
     project.source("raw.py", RAW)
     project.source("views.py", VIEWS)
     project.land("0.json", rows_priced(0, 20) + rows_priced(40, 5, region="us"))
@@ -219,6 +224,8 @@ def random_changes(project, rnd: random.Random) -> None:
     assert set(kinds) == {*statements, "append", "nothing"} == set(EXPECTED), kinds
     exercised = set()  # the kinds that changed a view at least once
     for step, kind in enumerate(kinds, 1):
+        if by_turns:  # (0: every state combined in Spark)
+            project.spark.conf.set(avg_state.ON_DRIVER_UP_TO, str(step % 2 * 2**26))
         if kind == "append":  # (also refills an emptied group)
             rows = rows_priced(next_id, rnd.randint(1, 4), region=rnd.choice(["eu", "us", "asia"]))
             rows += [{"id": next_id + 9, "region": rnd.choice(["eu", None])}]  # NULL values

@@ -250,15 +250,14 @@ class FlowExecutor:
                 if plan.technique == Technique.GROUP_AGGREGATE:
                     assert plan.aggregation is not None and plan.view_version is not None
                     removed = evaluate(flow, opened[1]) if len(opened) > 1 else None
-                    if plan.kept is not None and not view_avg.keep(
-                        self.ctx.spark, plan, rows, removed
-                    ):
-                        return self.recompute_averages(af, dataset, df, run, rules, record)
+                    kept = None
+                    if plan.kept is not None:
+                        kept = view_avg.keep(self.ctx.spark, plan, rows, removed)
+                        if not kept.exact:
+                            return self.recompute_averages(af, dataset, df, run, rules, record)
                     rows = view_refresh.signed_groups(rows, removed, plan.aggregation)
-                    if plan.kept is not None and plan.merge:
-                        rows = view_avg.touched(
-                            self.ctx.spark, view_refresh.regrouped(rows, plan.kept), plan
-                        )
+                    if kept is not None and plan.kept is not None and plan.merge:
+                        rows = view_avg.touched(view_refresh.regrouped(rows, plan.kept), plan, kept)
                     if plan.merge:
                         return view_refresh.merge_groups(
                             self.ctx.spark,
@@ -276,8 +275,8 @@ class FlowExecutor:
                         plan.aggregation,
                         retract=plan.retract,
                     )
-                    if plan.kept is not None:
-                        rows = view_avg.averaged(self.ctx.spark, rows, plan)
+                    if kept is not None:
+                        rows = view_avg.averaged(rows, plan, kept)
                 return flow_runs.refresh_view(
                     self.ctx.spark,
                     af,

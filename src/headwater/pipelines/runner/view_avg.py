@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from headwater import storage
 from headwater.pipelines.refresh import averages as avg
+from headwater.pipelines.refresh import avg_state
 from headwater.pipelines.refresh.plan import Aggregation, RefreshPlan
 from headwater.storage.paths import hadoop_uri
 
@@ -73,15 +75,7 @@ def combined_state(
     old = spark.read.parquet(hadoop_uri(path))
     parts = [old, added.select(*old.columns)]
     if removed is not None:
-        keys = set(aggregation.keys)
-        parts.append(
-            removed.select(
-                *[
-                    F.col(f"`{c}`") if c in keys else (-F.col(f"`{c}`")).alias(c)
-                    for c in old.columns
-                ]
-            )
-        )
+        parts.append(_negated(removed.select(*old.columns), aggregation))
     both = parts[0]
     for part in parts[1:]:
         both = both.unionByName(part)
@@ -141,13 +135,10 @@ def exact(spark: SparkSession, path: str, aggregation: Aggregation) -> bool:
     )
 
 
-def with_averages(
-    spark: SparkSession, groups: DataFrame, path: str, aggregation: Aggregation
-) -> DataFrame:
+def with_averages(groups: DataFrame, state: DataFrame, aggregation: Aggregation) -> DataFrame:
     """``groups`` (the view's rows, or its touched groups: one row per key) with each
-    average replaced by the one derived from the state at ``path`` (NULL for a group the
-    state has not: one that emptied), in the same columns and types."""
-    state = spark.read.parquet(hadoop_uri(path))
+    average replaced by the one derived from ``state`` (NULL for a group the state has
+    not: one that emptied), in the same columns and types."""
     derived = [F.col(f"`{k}`").alias(f"__key{i}") for i, k in enumerate(aggregation.keys)]
     for a in aggregation.averages:
         derived.append(_average(state, a, groups.schema[a.column].dataType).alias(a.column))
@@ -189,19 +180,62 @@ PAST_BOUND = (
 )
 
 
+@dataclass(frozen=True)
+class Kept:
+    """The state an incremental refresh wrote, and whether its averages are Spark's."""
+
+    exact: bool
+    state: DataFrame  # the state written (on the driver: its rows, not read back)
+
+
 def keep(
     spark: SparkSession, plan: RefreshPlan, added: DataFrame, removed: DataFrame | None
-) -> bool:
+) -> Kept:
     """The incremental refresh's state written (the recorded one with the changed rows'
-    groups combined in), and whether its averages are Spark's (else: recompute)."""
+    groups combined in), and whether its averages are Spark's (else: recompute). A small
+    state is combined on the driver (:mod:`..refresh.avg_state`), a large one in Spark."""
     assert plan.kept is not None and plan.state_from is not None and plan.state_to is not None
     aggregation = plan.kept
+    fresh = partial_state(spark, added, aggregation)
     gone = partial_state(spark, removed, aggregation) if removed is not None else None
-    state = combined_state(
-        spark, plan.state_from, partial_state(spark, added, aggregation), gone, aggregation
-    )
+    if _on_driver(spark, plan.state_from, fresh, aggregation):
+        delta = fresh if gone is None else fresh.unionByName(_negated(gone, aggregation))
+        table = avg_state.combined(
+            avg_state.read(plan.state_from), delta.toArrow(), aggregation.keys
+        )
+        if table is not None:
+            avg_state.write(table, plan.state_to)
+            return Kept(
+                avg_state.exact(table, aggregation.averages),
+                spark.createDataFrame(table, schema=fresh.schema),
+            )
+    state = combined_state(spark, plan.state_from, fresh, gone, aggregation)
     write_state(state, plan.state_to)
-    return exact(spark, plan.state_to, aggregation)
+    return Kept(exact(spark, plan.state_to, aggregation), read_state(spark, plan.state_to))
+
+
+def _on_driver(spark: SparkSession, path: str, state: DataFrame, aggregation: Aggregation) -> bool:
+    """Whether the state at ``path`` is combined on the driver: small enough (the session
+    setting :data:`..refresh.avg_state.ON_DRIVER_UP_TO`) and keyed by types that group
+    in Arrow as in Spark."""
+    up_to = spark.conf.get(avg_state.ON_DRIVER_UP_TO, None)
+    limit = int(up_to) if up_to else avg_state.ON_DRIVER_UP_TO_BYTES
+    keys = [state.schema[k].dataType.simpleString() for k in aggregation.keys]
+    if limit <= 0 or not all(avg_state.key_type_on_driver(k) for k in keys):
+        return False
+    return avg_state.state_bytes(path) <= limit
+
+
+def _negated(state: DataFrame, aggregation: Aggregation) -> DataFrame:
+    """A partial state taken back: its counts and sums negated, its keys kept."""
+    keys = set(aggregation.keys)
+    return state.select(
+        *[F.col(f"`{c}`") if c in keys else (-F.col(f"`{c}`")).alias(c) for c in state.columns]
+    )
+
+
+def read_state(spark: SparkSession, path: str) -> DataFrame:
+    return spark.read.parquet(hadoop_uri(path))
 
 
 def keep_all(spark: SparkSession, query: DataFrame, plan: RefreshPlan) -> None:
@@ -210,14 +244,14 @@ def keep_all(spark: SparkSession, query: DataFrame, plan: RefreshPlan) -> None:
     write_state(partial_state(spark, query, plan.kept), plan.state_to)
 
 
-def touched(spark: SparkSession, groups: DataFrame, plan: RefreshPlan) -> DataFrame:
+def touched(groups: DataFrame, plan: RefreshPlan, kept: Kept) -> DataFrame:
     """The MERGE's source: the touched groups (the signed changes regrouped, one row
     each: ``view_refresh.regrouped``), with their new averages."""
-    assert plan.kept is not None and plan.state_to is not None
-    return with_averages(spark, groups, plan.state_to, plan.kept)
+    assert plan.kept is not None
+    return with_averages(groups, kept.state, plan.kept)
 
 
-def averaged(spark: SparkSession, rows: DataFrame, plan: RefreshPlan) -> DataFrame:
+def averaged(rows: DataFrame, plan: RefreshPlan, kept: Kept) -> DataFrame:
     """The rewritten view's rows with their averages from the state written."""
-    assert plan.kept is not None and plan.state_to is not None
-    return with_averages(spark, rows, plan.state_to, plan.kept)
+    assert plan.kept is not None
+    return with_averages(rows, kept.state, plan.kept)
