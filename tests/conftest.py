@@ -15,12 +15,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The JVM options of the Spark drivers tests start in subprocesses (scripts/test-jvm-opts.sh:
 # a class archive and C1 only, for drivers that live seconds): every driver started from
-# here on reads them, except the worker's own session (``long_lived_driver``).
-_USERS_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")
-if os.environ.get("HEADWATER_TEST_DRIVER_OPTS"):
-    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
-        filter(None, (os.environ["HEADWATER_TEST_DRIVER_OPTS"], _USERS_SUBMIT_OPTS))
-    )
+# here on reads them, except the worker's own session (``long_lived_driver``). Idempotent:
+# xdist's workers inherit the environment this module already changed in the controller.
+_DRIVER_OPTS = os.environ.get("HEADWATER_TEST_DRIVER_OPTS", "").strip()
+_USERS_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS", "")
+if _DRIVER_OPTS:
+    _USERS_SUBMIT_OPTS = _USERS_SUBMIT_OPTS.replace(_DRIVER_OPTS, "").strip()
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, (_DRIVER_OPTS, _USERS_SUBMIT_OPTS)))
 
 
 @contextlib.contextmanager
@@ -30,7 +31,7 @@ def long_lived_driver():
     back over a whole run, and with the class archive alone the in-worker tests ran slower
     too (tests/formats csv+json + tests/sql 194 s against 141 s, 2026-11-27)."""
     given = os.environ.get("SPARK_SUBMIT_OPTS")
-    if _USERS_SUBMIT_OPTS is None:
+    if not _USERS_SUBMIT_OPTS:
         os.environ.pop("SPARK_SUBMIT_OPTS", None)
     else:
         os.environ["SPARK_SUBMIT_OPTS"] = _USERS_SUBMIT_OPTS
