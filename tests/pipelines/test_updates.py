@@ -165,3 +165,35 @@ def test_cluster_by_makes_liquid_clustered_tables_that_optimize_clusters(project
     assert view.clusteringColumns == ["count"]
     metrics = project.spark.sql(f"OPTIMIZE {raw}").first().metrics
     assert metrics.numFilesRemoved >= 2 and project.count("raw") == 5
+
+
+SETTINGS_PY = """
+from pyspark import pipelines as dp
+
+@dp.materialized_view(spark_conf={"hw.test.flow": "flow", "hw.test.caller": "flow"})
+def seen():
+    return spark.createDataFrame(
+        [(spark.conf.get("hw.test.spec"), spark.conf.get("hw.test.sql"))],
+        "spec string, sql string",
+    )
+"""
+
+
+def test_the_updates_settings_are_seen_by_its_code_and_put_back_when_it_ends(project):
+    """The spec's configuration, a SQL file's SET and a flow's spark_conf are session
+    settings while the update runs, and the caller's session is left as the update found it
+    (a later update, or the caller's own queries, never see another pipeline's settings)."""
+    spark = project.spark
+    project.source("a_settings.sql", "SET hw.test.sql = sql;\n")
+    project.source("b_seen.py", SETTINGS_PY)
+    project.spec(configuration={"hw.test.spec": "spec", "hw.test.caller": "spec"})
+    spark.conf.set("hw.test.caller", "caller")
+    try:
+        result = project.run()
+        assert result.ok, result.failed()
+        assert project.rows("seen") == [("spec", "sql")]
+        assert spark.conf.get("hw.test.caller") == "caller"  # set twice, back once
+        for key in ("hw.test.spec", "hw.test.sql", "hw.test.flow"):
+            assert spark.conf.get(key, None) is None, key
+    finally:
+        spark.conf.unset("hw.test.caller")

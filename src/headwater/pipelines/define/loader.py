@@ -6,7 +6,8 @@ each ``.py`` library runs as a fresh module with ``spark`` in its globals, insid
 sources load, ``import dlt`` finds headwater's definitions module and
 ``pyspark.pipelines`` gains what the known system's docs show and OSS lacks
 (``append_flow(once=True)``, the ``expect*`` decorators); both are put back afterwards. The pipeline's
-``configuration`` is set as Spark confs first, so code reads it with ``spark.conf.get``.
+``configuration`` is set as Spark confs first, so code reads it with ``spark.conf.get``
+(and put back when the update ends: :mod:`.settings`).
 """
 
 from __future__ import annotations
@@ -14,26 +15,31 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pyspark.pipelines as sdp
-from pyspark.errors import PySparkException
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.sql import SparkSession
 
 from headwater.errors import HeadwaterError, PipelineDefinitionError
 from headwater.pipelines.define import decorators
 from headwater.pipelines.define.registry import Registry, SqlLoader
+from headwater.pipelines.define.settings import SessionSettings
 from headwater.pipelines.define.spec import PipelineSpec
 
 
-def load(spark: SparkSession, spec: PipelineSpec, sql_loader: SqlLoader | None = None) -> Registry:
-    """Every definition of the spec's libraries, captured; nothing evaluated or written."""
+def load(
+    settings: SessionSettings, spec: PipelineSpec, sql_loader: SqlLoader | None = None
+) -> Registry:
+    """Every definition of the spec's libraries, captured; nothing evaluated or written.
+    The spec's configuration is set on ``settings``' session first."""
+    spark = settings.spark
     files = spec.source_files()
-    apply_configuration(spark, spec.configuration)
+    for key, value in spec.configuration.items():
+        settings.set(key, value)
     registry = Registry(sql_loader)
     with pipeline_modules(), graph_element_registration_context(registry):
         for file in files:
@@ -42,20 +48,6 @@ def load(spark: SparkSession, spec: PipelineSpec, sql_loader: SqlLoader | None =
             else:
                 registry.register_sql(file.read_text(encoding="utf-8"), file)
     return registry
-
-
-def apply_configuration(spark: SparkSession, configuration: Mapping[str, str]) -> None:
-    """Set the spec's configuration as session confs. A conf Spark refuses to change at
-    runtime (a static one) is an error naming it, rather than a failure in some flow."""
-    for key, value in configuration.items():
-        try:
-            spark.conf.set(key, value)
-        except PySparkException as e:
-            raise PipelineDefinitionError(
-                f"[PIPELINE_SPEC_INVALID_CONFIGURATION] Configuration '{key}' cannot be set "
-                f"in a running session ({e.getCondition()}): set it when the session starts.",
-                "configuration",
-            ) from None
 
 
 @contextmanager

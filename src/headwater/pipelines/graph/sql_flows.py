@@ -14,14 +14,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from headwater.adapter.resolution import current
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.auto_cdc import cdc_flow
 from headwater.pipelines.define.elements import Flow, Origin
-from headwater.pipelines.define.loader import apply_configuration
 from headwater.pipelines.define.registry import Registry, SqlLoader
+from headwater.pipelines.define.settings import SessionSettings
 from headwater.pipelines.define.spec import PipelineSpec
 from headwater.pipelines.graph.reads import PipelineReads
 from headwater.pipelines.sql_files.definitions import parse_sql_file
@@ -43,12 +43,13 @@ def query_function(query: Any, origin: Origin) -> Callable[[], DataFrame]:
     return run
 
 
-def sql_loader(spark: SparkSession, spec: PipelineSpec) -> SqlLoader:
+def sql_loader(settings: SessionSettings, spec: PipelineSpec) -> SqlLoader:
     def load_sql(registry: Registry, text: str, path: Path) -> None:
         configuration = {**spec.configuration, **registry.sql_conf}
         parsed = parse_sql_file(text, str(path), configuration)
         registry.sql_conf.update(parsed.conf)
-        apply_configuration(spark, parsed.conf)
+        for key, value in parsed.conf.items():
+            settings.set(key, value, str(path))
         for item in parsed.datasets:
             dataset = item.dataset
             registry.add_dataset(dataset)

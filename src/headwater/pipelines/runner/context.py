@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from headwater.event_log_format import FlowStatus
+from headwater.pipelines.define.settings import SessionSettings
 from headwater.pipelines.define.spec import PipelineSpec
 from headwater.pipelines.graph.analysis import Graph
 from headwater.pipelines.layout.folders import Layout
@@ -73,6 +74,7 @@ class UpdateContext:
     update_id: str
     log: EventLog
     stop: threading.Event
+    settings: SessionSettings  # what the update sets on the session, put back at its end
     runs: dict[str, FlowRun] = field(default_factory=dict)
     state_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -99,4 +101,4 @@ class UpdateContext:
             table_name=event_log_name(spec),
         )
         stop = options.stop or threading.Event()
-        return cls(spark, spec, options, layout, update_id, log, stop)
+        return cls(spark, spec, options, layout, update_id, log, stop, SessionSettings(spark))

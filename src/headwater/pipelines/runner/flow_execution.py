@@ -87,7 +87,7 @@ class FlowExecutor:
         run.starting()
         self.ctx.log.flow_progress(flow.name, af.target, FlowStatus.STARTING)
         for key, value in flow.spark_conf.items():
-            self.ctx.spark.conf.set(key, value)
+            self.ctx.settings.set(key, value, flow.name)
         for restart in range(SCHEMA_RESTARTS + 1):
             try:
                 self.write(graph, af, run, trigger, once_key)

@@ -57,9 +57,15 @@ class Update:
         return self.ctx.update_id
 
     def run(self) -> UpdateResult:
+        try:
+            return self._run()
+        finally:
+            self.ctx.settings.restore()  # the caller's session as the update found it
+
+    def _run(self) -> UpdateResult:
         start = time.monotonic()
         ctx, o = self.ctx, self.ctx.options
-        registry = load(ctx.spark, ctx.spec, sql_loader(ctx.spark, ctx.spec))
+        registry = load(ctx.settings, ctx.spec, sql_loader(ctx.settings, ctx.spec))
         names = Names(ctx.spec.database)
         selected = datasets.selection(ctx, registry, names)
         ctx.log.event("create_update", f"Update {ctx.update_id[:8]} started.", self._cause())
