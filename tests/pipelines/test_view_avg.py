@@ -184,25 +184,21 @@ def test_a_lost_state_or_a_sum_past_2_53_is_recomputed(project):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("commit", ["rewrite", "merge", "merge, state by turns in Spark"])
-def test_random_changes_keep_averages_equal_to_their_recompute(project, commit):
+def test_random_changes_keep_averages_equal_to_their_recompute(project):
     """Property-style: seeded random appends (duplicates, NULL amounts, prices and
     regions), updates (values, to NULL, moving rows between groups), deletes (some rows, a
     whole group, then refilled); after each refresh every view equals a recompute, by the
-    technique expected — groups combined in a rewrite of the view, or merged into it; the
-    kept state combined on the driver, or every other refresh in Spark (as a state past
-    the driver's bound is: each reading the other's folder)."""
-    if commit != "rewrite":
-        project.spark.conf.set(REWRITE_UP_TO, "0")
-    seed = {"rewrite": 22, "merge": 21}.get(commit, 23)
+    technique expected. Groups are combined in a rewrite of the view or merged into it, by
+    turns; the kept state is combined on the driver or in Spark (as a state past the
+    driver's bound is), by turns of two refreshes: each reads the other's folder."""
     try:
-        random_changes(project, random.Random(seed), by_turns=commit not in ("rewrite", "merge"))
+        random_changes(project, random.Random(21))
     finally:
         project.spark.conf.unset(REWRITE_UP_TO)
         project.spark.conf.unset(avg_state.ON_DRIVER_UP_TO)
 
 
-def random_changes(project, rnd: random.Random, by_turns: bool = False) -> None:
+def random_changes(project, rnd: random.Random) -> None:
     project.source("raw.py", RAW)
     project.source("views.py", VIEWS)
     project.land("0.json", rows_priced(0, 20) + rows_priced(40, 5, region="us"))
@@ -223,9 +219,11 @@ def random_changes(project, rnd: random.Random, by_turns: bool = False) -> None:
         kinds.insert(kinds.index("delete_region") + 1, "append")
     assert set(kinds) == {*statements, "append", "nothing"} == set(EXPECTED), kinds
     exercised = set()  # the kinds that changed a view at least once
+    ways = set()  # (commit, where the state was combined) of the grouped refreshes
     for step, kind in enumerate(kinds, 1):
-        if by_turns:  # (0: every state combined in Spark)
-            project.spark.conf.set(avg_state.ON_DRIVER_UP_TO, str(step % 2 * 2**26))
+        commit = view_checks.commit_by_turns(project, step)
+        on_driver = step // 2 % 2 == 1  # (0: every state combined in Spark)
+        project.spark.conf.set(avg_state.ON_DRIVER_UP_TO, str(int(on_driver) * 2**26))
         if kind == "append":  # (also refills an emptied group)
             rows = rows_priced(next_id, rnd.randint(1, 4), region=rnd.choice(["eu", "us", "asia"]))
             rows += [{"id": next_id + 9, "region": rnd.choice(["eu", None])}]  # NULL values
@@ -243,6 +241,8 @@ def random_changes(project, rnd: random.Random, by_turns: bool = False) -> None:
         assert result.ok, (step, kind, result.failed())
         plans = techniques(result)
         exercised |= {kind} if any(plans[v]["chosen"] != "NO_OP" for v in QUERIES) else set()
+        if any(plans[v]["chosen"] == "GROUP_AGGREGATE" for v in QUERIES):
+            ways.add((commit, on_driver))
         for view in QUERIES:
             same_rows(project, view)
             want = EXPECTED[kind].get(view, "FULL_RECOMPUTE")
@@ -255,3 +255,5 @@ def random_changes(project, rnd: random.Random, by_turns: bool = False) -> None:
                 want = "FULL_RECOMPUTE"  # the update cost model: cheaper to recompute
             assert plans[view]["chosen"] == want, (step, kind, view, plans[view])
     assert exercised == set(kinds) - {"nothing"}, exercised  # no kind matched no row
+    assert {commit for commit, _ in ways} == {"merge", "rewrite"}, ways
+    assert {on_driver for _, on_driver in ways} == {True, False}, ways

@@ -28,3 +28,17 @@ def same_rows(project, view: str, query: str) -> None:
 def version(project, table: str) -> int:
     location = project.spark.sql(f"DESCRIBE DETAIL {project.database}.{table}").first()
     return DeltaTable(location["location"]).version()
+
+
+def commit_by_turns(project, step: int) -> str:
+    """The property tests' refreshes take turns at the two ways grouped changes commit:
+    odd steps MERGE them into the view (every view counts as large), even steps rewrite the
+    (small) view; one random sequence covers both. Returns the way, for the test to check
+    that both were exercised; unset ``REWRITE_UP_TO`` when done."""
+    from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
+
+    if step % 2:
+        project.spark.conf.set(REWRITE_UP_TO, "0")
+        return "merge"
+    project.spark.conf.unset(REWRITE_UP_TO)
+    return "rewrite"
