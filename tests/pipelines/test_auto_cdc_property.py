@@ -50,10 +50,10 @@ def expected(flow: str, events: list[dict]) -> list[tuple]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2])
-def test_every_target_equals_in_order_application_after_every_update(project, seed):
+def test_every_target_equals_in_order_application_after_every_update(project):
+    seed = 1  # (one sequence: two took 264 s of CI time)
     rng = random.Random(seed)
-    events = oracle.random_events(rng, 48)
+    events = oracle.random_events(rng, 56)
     project.source("p.py", SOURCE)
     arrived: list[dict] = []
     files = 0

@@ -145,7 +145,8 @@ def finish_and_read(root, warehouse: str, database: str, script: str) -> dict:
 
 @pytest.mark.slow
 def test_pipeline_killed_repeatedly_then_rerun_holds_every_row_once(spark, tmp_path):
-    root, database, warehouse = project(tmp_path, PIPELINE, "crash")
+    root, database, _ = project(tmp_path, PIPELINE, "crash")
+    warehouse = shared_warehouse(spark)  # the rerun and the checks: the test's own session
     rng = random.Random(11)
     orders, extra = 0, 0
     for round_ in range(3):
@@ -156,21 +157,14 @@ def test_pipeline_killed_repeatedly_then_rerun_holds_every_row_once(spark, tmp_p
         extra += 1
         run_and_kill(root, warehouse, "silver" if round_ == 2 else "", rng.uniform(1.0, 9.0))
 
-    got = finish_and_read(
-        root,
-        warehouse,
-        database,
-        """
-        out = {}
-        for t in ("bronze", "silver", "combined"):
-            out[t] = sorted(r.id for r in spark.table(f"{db}.{t}").select("id").collect())
-        out["totals"] = sorted(tuple(r) for r in spark.table(f"{db}.totals").collect())
-        out["quarantined"] = sorted(
-            [r.id, sorted(r._failed_expectations)]
-            for r in spark.table(f"{db}.silver_quarantine").collect()
-        )
-        print("RESULT", json.dumps(out))
-        """,
+    run_here(spark, root)
+    got = {}
+    for t in ("bronze", "silver", "combined"):
+        got[t] = sorted(r.id for r in spark.table(f"{database}.{t}").select("id").collect())
+    got["totals"] = sorted(list(r) for r in spark.table(f"{database}.totals").collect())
+    got["quarantined"] = sorted(
+        [r.id, sorted(r._failed_expectations)]
+        for r in spark.table(f"{database}.silver_quarantine").collect()
     )
     ids = sorted(i * 1000 + r for i in range(orders) for r in range(20))
     kept = [i for i in ids if i % 3 != 0 and i % 7 != 0]
