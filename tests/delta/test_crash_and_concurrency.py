@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from tests.conftest import REPO, run_python
+from tests.conftest import REPO
 
 STREAM_CHILD = textwrap.dedent(
     """
@@ -67,17 +67,10 @@ def test_file_to_delta_stream_killed_repeatedly_holds_every_row_once(spark, tmp_
         proc.wait()
         kills += 1
     assert kills == 4
-    # A final run that is allowed to finish.
-    finish = textwrap.dedent(
-        """
-        import sys, headwater
-        src, dst, ckpt = sys.argv[1:4]
-        spark = headwater.session(master="local[2]", warehouse=ckpt + "_wh")
-        stream = spark.readStream.schema("id long, file int").parquet(src)
-        stream.writeStream.format("delta").option("checkpointLocation", ckpt).trigger(availableNow=True).start(dst).awaitTermination()
-        """
-    )
-    run_python(finish, src, dst, ckpt)
+    # A final run that is allowed to finish, by a new driver: the test's own session.
+    stream = spark.readStream.schema("id long, file int").parquet(src)
+    writer = stream.writeStream.format("delta").option("checkpointLocation", ckpt)
+    writer.trigger(availableNow=True).start(dst).awaitTermination()
     ids = DeltaTable(dst).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
     assert len(ids) == total_files * 50
     assert sorted(ids) == list(range(total_files * 50))

@@ -86,12 +86,13 @@ def test_expected_tables_of_the_crash_test_follow_the_documented_rules():
 
 
 @pytest.mark.slow
-def test_auto_cdc_killed_repeatedly_then_rerun_equals_an_uninterrupted_run(tmp_path):
+def test_auto_cdc_killed_repeatedly_then_rerun_equals_an_uninterrupted_run(spark, tmp_path):
     import random
 
-    from tests.pipelines.test_crash import finish_and_read, project, run_and_kill
+    from tests.pipelines.test_crash import project, run_and_kill, run_here, shared_warehouse
 
-    root, database, warehouse = project(tmp_path, CRASH, "cdc")
+    root, database, _ = project(tmp_path, CRASH, "cdc")
+    warehouse = shared_warehouse(spark)  # the rerun and the checks: the test's own session
     files = change_files(12, 40, seed=5)
     folder = tmp_path / "landing" / "changes"
     folder.mkdir(parents=True)
@@ -100,15 +101,8 @@ def test_auto_cdc_killed_repeatedly_then_rerun_equals_an_uninterrupted_run(tmp_p
         for i in range(round_ * 4, round_ * 4 + 4):
             (folder / f"{i:03d}.json").write_text("".join(json.dumps(r) + "\n" for r in files[i]))
         run_and_kill(root, warehouse, "", rng.uniform(2.0, 10.0))
-    got = finish_and_read(
-        root,
-        warehouse,
-        database,
-        """
-        out = {t: [list(r) for r in spark.table(f"{db}.{t}").collect()] for t in ("scd1", "scd2")}
-        print("RESULT", json.dumps(out))
-        """,
-    )
+    run_here(spark, root)
+    got = {t: spark.table(f"{database}.{t}").collect() for t in ("scd1", "scd2")}
     events = [e for f in files for e in f]
     assert ordered([tuple(r) for r in got["scd1"]]) == ordered(expected_scd1(events))
     assert ordered([tuple(r) for r in got["scd2"]]) == expected_scd2(events)

@@ -17,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from tests.conftest import REPO, run_python
+from tests.conftest import REPO
 
 PIPELINE = """
 from pyspark import pipelines as dp
@@ -126,21 +126,6 @@ def shared_warehouse(spark) -> str:
     from headwater.session import WAREHOUSE_CONF
 
     return spark.conf.get(WAREHOUSE_CONF)
-
-
-def finish_and_read(root, warehouse: str, database: str, script: str) -> dict:
-    """Run the update to the end, then ``script`` in a new process with ``spark`` and ``db``
-    set; what it prints after RESULT, as JSON."""
-    finish = run_python(CHILD, str(root), warehouse, "")
-    assert "STATE COMPLETED" in finish.stdout, finish.stdout
-    preamble = (
-        "import sys, json, headwater\n"
-        "warehouse, db = sys.argv[1:3]\n"
-        'spark = headwater.session(master="local[1]", warehouse=warehouse)\n'
-    )
-    proc = run_python(preamble + textwrap.dedent(script), warehouse, database)
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
-    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.mark.slow
