@@ -38,6 +38,8 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # Measured 2026-11-27 (local, clean clone): delta-spark 13:18 then kafka 7:20 in one lane,
 # on-delta-spark 16:08 in the other; the engine benchmark's smoke test (2.2 min) moved
 # from the first lane's delta-spark to the second, so that both lanes take about 18.5 min.
+# 2026-11-28 (clean clone): delta-spark 26:49 + kafka 7:38, on-delta-spark 20:42 +
+# engines-bench 2:26; delta-spark was doubled by its peers running C1 only (fixed since).
 TIERS="${HEADWATER_TIERS-delta-spark+kafka on-delta-spark+engines-bench}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
