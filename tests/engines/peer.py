@@ -66,7 +66,7 @@ class Peer:
 
         # A peer lives the whole tier: started without the short-lived drivers' options
         # (C1 only), which doubled the tier's time (13 -> 27 min, 2026-11-28).
-        with long_lived_driver():
+        with long_lived_driver():  # (the environment is read as it is built)
             env = {
                 **os.environ,
                 "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
@@ -74,22 +74,22 @@ class Peer:
                 # runs in delta-spark's workers too.
                 "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             }
-            with open(log, "wb") as out:
-                proc = subprocess.Popen(
-                    [
-                        sys.executable,
-                        __file__,
-                        name,
-                        str(workdir / f"{name}-warehouse"),
-                        str(theirs.fileno()),
-                    ],
-                    pass_fds=[theirs.fileno()],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    cwd=REPO,
-                    env=env,
-                )
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    name,
+                    str(workdir / f"{name}-warehouse"),
+                    str(theirs.fileno()),
+                ],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=env,
+            )
         theirs.close()
         return cls(name, proc, ours, log)
 
