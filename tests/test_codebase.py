@@ -103,6 +103,7 @@ LOCAL_FILES_ONLY = {
     "pipelines/define/spec.py": "pipeline spec and source files",
     "pipelines/runner/interrupt.py": "/proc, to end Spark's still-starting JVM on Ctrl-C",
     "shell.py": "the shell's history and script files",
+    "worker_site/sitecustomize.py": "the Python packages installed on this host, at start-up",
 }
 _FILE_CALLS = {"open", "os.link", "os.rename", "os.replace", "os.remove", "os.unlink",
                "os.makedirs", "os.mkdir", "os.listdir", "os.scandir", "os.walk", "os.stat",

@@ -204,6 +204,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     from headwater.delta.read.source import DeltaDataSource
 
     _refuse_connect(spark)
+    _workers_import_compiled_pyspark(spark)
     _configure_stores(spark)
     bind_s3_to_connector(spark)  # s3:// read by Spark itself where hadoop-aws is present
     for key, value in _REQUIRED_CONF.items():
@@ -221,6 +222,17 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     root = root or spark.conf.get("spark.sql.warehouse.dir")
     Catalog.attach(spark, storage.normalize(str(root)))
     return spark
+
+
+def _workers_import_compiled_pyspark(spark: SparkSession) -> None:
+    """Spark's Python workers started from here on (data sources registered after this,
+    UDFs, streams) find :mod:`headwater.worker_site` first, which has them import PySpark
+    compiled instead of from Spark's zip: a second of CPU less at each worker's start."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_site")
+    environment = spark.sparkContext.environment
+    given = [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if folder not in given:
+        environment["PYTHONPATH"] = os.pathsep.join([folder, *given])
 
 
 def _configure_stores(spark: SparkSession) -> None:

@@ -109,11 +109,12 @@ def test_two_processes_appending_at_once_lose_no_commit(spark, tmp_path):
 
 def test_append_racing_an_overwrite_is_retried_not_lost(spark, tmp_path):
     """An append whose read snapshot predates a concurrent overwrite commits after it."""
-    from headwater.delta import WriteSpec, write
     from headwater.delta.log.actions import AddFile
     from headwater.delta.log.commit import Transaction
     from headwater.delta.log.delta_log import DeltaLog
     from headwater.delta.log.operations import Operation
+    from headwater.delta.options import WriteSpec
+    from headwater.delta.write.batch import write
 
     path = str(tmp_path / "race")
     spark.range(5).write.format("delta").save(path)

@@ -1,7 +1,7 @@
-"""Delta Lake tables on plain PySpark: the log through delta-rs, data through Spark's Parquet I/O."""
+"""Delta Lake tables on plain PySpark: the log through delta-rs, data through Spark's Parquet I/O.
 
-from headwater.delta.options import WriteSpec
-from headwater.delta.read.batch import read_delta
-from headwater.delta.write.batch import WriteResult, write
-
-__all__ = ["WriteResult", "WriteSpec", "read_delta", "write"]
+The package imports nothing itself: its modules are on the import path of the streaming
+sources, which Spark loads in a fresh Python process for every stream it starts, and each
+takes only what it needs (``headwater.delta.write.batch.write``,
+``headwater.delta.read.batch.read_delta``, ``headwater.delta.options.WriteSpec``).
+"""

@@ -9,7 +9,6 @@ on a cluster that already runs delta-spark, nothing is added.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import uuid
 
@@ -21,6 +20,8 @@ CACHE_ENV = "HEADWATER_JAR_CACHE"
 
 
 def delta_spark_version() -> str:
+    import importlib.metadata  # here: only sessions on delta-spark ask (13 ms to import)
+
     try:
         return importlib.metadata.version("delta-spark")
     except importlib.metadata.PackageNotFoundError:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 import pyarrow.types as pt
 
@@ -218,6 +217,8 @@ def avro_schema(path: str, opts: AvroOptions) -> pa.Schema:
     if reader_schema is not None:
         schema = reader_schema
     else:
+        import fastavro
+
         fs, inner = storage.filesystem(path)
         try:
             with fs.open_input_file(inner) as f:
@@ -235,7 +236,12 @@ def avro_schema(path: str, opts: AvroOptions) -> pa.Schema:
 
 def _avro_chunks(path: str, reader_schema, size: int) -> Generator[list | tuple, None, None]:
     """First the file's columns, then its records in lists of ``size``; whatever fails while
-    decoding (a bad header, block, codec or schema resolution) is a :class:`CorruptFileError`."""
+    decoding (a bad header, block, codec or schema resolution) is a :class:`CorruptFileError`.
+
+    fastavro is imported here, on the first Avro file: this module is on the import path of
+    the streaming sources, which Spark loads in a fresh Python process for every stream."""
+    import fastavro
+
     fs, inner = storage.filesystem(path)
     try:
         with fs.open_input_file(inner) as f:

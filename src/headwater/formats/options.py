@@ -25,8 +25,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import fastavro
-
 from headwater.errors import OptionError
 from headwater.formats.datetimes import DatetimePattern, compile_pattern
 from headwater.options import as_bool, unknown_option
@@ -198,6 +196,8 @@ def _csv_line_sep(value: str, name: str) -> str:
 
 def parse_avro_schema(value: str, name: str) -> object:
     """The parsed schema of the ``avroSchema`` option (fastavro's form)."""
+    import fastavro  # here, not at the top: most streams read no Avro (see avro_reader)
+
     try:
         return fastavro.parse_schema(json.loads(value))
     except (ValueError, TypeError, KeyError, fastavro.schema.SchemaParseException) as e:

@@ -8,10 +8,18 @@ the worst (every file, every column).
 
 from __future__ import annotations
 
-import sqlglot
+from functools import cache
+from typing import TYPE_CHECKING
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from sqlglot import exp
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+# sqlglot is imported where a condition is parsed, not here: this module is on the import
+# path of the streaming sources, which Spark loads in a fresh Python process for every
+# stream it starts (sqlglot alone is about 0.1 s of each).
 
 ExprLike = str | Column
 
@@ -47,6 +55,8 @@ def condition_text(condition: str | Column | None) -> str | None:
 def parse_condition(text: str | None) -> exp.Expr | None:
     if not text:
         return None
+    import sqlglot
+
     try:
         return sqlglot.parse_one(text, read="spark")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
@@ -54,6 +64,8 @@ def parse_condition(text: str | None) -> exp.Expr | None:
 
 
 def conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    from sqlglot import exp
+
     node = node.unnest()
     if isinstance(node, exp.And):
         return conjuncts(node.left) + conjuncts(node.right)
@@ -71,24 +83,30 @@ def condition_columns(condition: str | Column | None) -> list[str] | None:
     tree = parse_condition(condition_text(condition))
     if tree is None:
         return None
+    from sqlglot import exp
+
     return list(dict.fromkeys(c.name for c in tree.find_all(exp.Column)))
 
 
-# Spark's symbols for the binary operators a partition predicate uses.
-_CATALYST_SYMBOLS: dict[type[exp.Expr], str] = {
-    exp.EQ: "=",
-    exp.NullSafeEQ: "<=>",
-    exp.GT: ">",
-    exp.GTE: ">=",
-    exp.LT: "<",
-    exp.LTE: "<=",
-    exp.And: "AND",
-    exp.Or: "OR",
-    exp.Add: "+",
-    exp.Sub: "-",
-    exp.Mul: "*",
-    exp.Div: "/",
-}
+@cache
+def _catalyst_symbols() -> dict[type[exp.Expr], str]:
+    """Spark's symbols for the binary operators a partition predicate uses."""
+    from sqlglot import exp
+
+    return {
+        exp.EQ: "=",
+        exp.NullSafeEQ: "<=>",
+        exp.GT: ">",
+        exp.GTE: ">=",
+        exp.LT: "<",
+        exp.LTE: "<=",
+        exp.And: "AND",
+        exp.Or: "OR",
+        exp.Add: "+",
+        exp.Sub: "-",
+        exp.Mul: "*",
+        exp.Div: "/",
+    }
 
 
 def unresolved_text(condition: str) -> str:
@@ -101,8 +119,10 @@ def unresolved_text(condition: str) -> str:
 
 
 def _catalyst(node: exp.Expr) -> str | None:
+    from sqlglot import exp
+
     node = node.unnest()
-    symbol = _CATALYST_SYMBOLS.get(type(node))
+    symbol = _catalyst_symbols().get(type(node))
     if symbol is not None and isinstance(node, exp.Binary):
         left, right = _catalyst(node.left), _catalyst(node.right)
         return None if left is None or right is None else f"({left} {symbol} {right})"
