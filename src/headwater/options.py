@@ -9,7 +9,6 @@ error that names it as the user typed it and suggests the closest known name.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Mapping
 
@@ -23,6 +22,8 @@ def unknown_option(
     closest known option (``known`` in lower case; ``canonical`` spells them)."""
     spell = canonical or {}
     names = sorted(known)
+    import difflib  # here: only a misspelt option needs it (24 ms to import)
+
     hint = difflib.get_close_matches(given.lower(), names, n=1, cutoff=0.6)
     suggestion = f" Did you mean '{spell.get(hint[0], hint[0])}'?" if hint else ""
     listed = ", ".join(sorted(spell.get(k, k) for k in names))

@@ -249,4 +249,6 @@ def test_a_syntax_error_reaches_the_terminal_in_seconds(tmp_path):
         f"error: [PIPELINE_PYTHON_SYNTAX_ERROR] {tmp_path}/transformations/a.py:3: "
         "'(' was never closed"
     )
-    assert seconds < 3, seconds
+    # (well under a session's start: 2.5-3 s alone on 2 cores, up to 3.4 s in a CI run
+    # whose other worker and the tiers' installs shared the cores)
+    assert seconds < 5, seconds
