@@ -23,8 +23,10 @@ Every stream must read every row, so a fast wrong answer fails the run.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from _common import (
@@ -62,23 +64,27 @@ def streamed_rows(spark, reader, checkpoint: Path) -> int:
     return sum(p["numInputRows"] for p in query.recentProgress)
 
 
-def workers_from_spark_zip(spark, on: bool) -> None:
-    """The workers' path without (``on``) or with headwater's ``worker_site`` folder; the
-    sources registered again, so their workers start with that path."""
+@contextlib.contextmanager
+def workers_from_spark_zip(spark) -> Iterator[None]:
+    """Inside: the workers' path without headwater's ``worker_site`` folder; after: as it
+    was. The sources are registered again each time, so their workers start with it."""
     from headwater.autoloader.source import CloudFilesDataSource
     from headwater.delta.read.source import DeltaDataSource
 
+    def register() -> None:
+        spark.dataSource.register(DeltaDataSource)
+        spark.dataSource.register(CloudFilesDataSource)
+
     environment = spark.sparkContext.environment
-    parts = [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
-    ours = [p for p in parts if p.endswith("worker_site")]
-    if on:
-        environment["PYTHONPATH"] = os.pathsep.join(p for p in parts if p not in ours)
-        environment["HEADWATER_BENCH_WORKER_SITE"] = os.pathsep.join(ours)
-    else:
-        kept = environment.pop("HEADWATER_BENCH_WORKER_SITE", "")
-        environment["PYTHONPATH"] = os.pathsep.join([*filter(None, [kept]), *parts])
-    spark.dataSource.register(DeltaDataSource)
-    spark.dataSource.register(CloudFilesDataSource)
+    given = environment.get("PYTHONPATH", "")
+    parts = [p for p in given.split(os.pathsep) if p and not p.endswith("worker_site")]
+    environment["PYTHONPATH"] = os.pathsep.join(parts)
+    register()
+    try:
+        yield
+    finally:
+        environment["PYTHONPATH"] = given
+        register()
 
 
 def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
@@ -89,7 +95,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     data = spark.range(n).select("id", (F.col("id") % 97).alias("k")).repartition(files)
     data.write.format("delta").save(str(table))
     data.write.json(str(landing))
-    runs = iter(range(1_000_000))
+    runs = itertools.count()
 
     def side(make_reader: Callable[[], object]) -> Callable[[int], int]:
         return lambda _: streamed_rows(spark, make_reader(), run_dir / f"cp{next(runs)}")
@@ -99,7 +105,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
         lambda: spark.readStream.schema("id long, k long").parquet(str(table)).select("id", "k")
     )
     options = {"cloudFiles.format": "json", "cloudFiles.schemaHints": "id bigint, k bigint"}
-    schemas = iter(range(1_000_000))
+    schemas = itertools.count()
 
     def cloud_files():
         location = str(run_dir / f"schema{next(schemas)}")
@@ -129,8 +135,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
         }
     from_zip: dict[str, dict] = {}
     if not args.no_zip:
-        workers_from_spark_zip(spark, True)
-        try:
+        with workers_from_spark_zip(spark):
             for key, _, ours, _ in measurements:
                 ours(0)  # the daemons of the new path, untimed
                 times, rows = [], set()
@@ -140,8 +145,6 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
                     rows.add(read)
                 check(f"{key} rows, workers from the zip", rows == {n}, rows)
                 from_zip[key] = {"zip_s": min(times), "times": times}
-        finally:
-            workers_from_spark_zip(spark, False)
     return {"rows": n, "files": files, "results": results, "from_zip": from_zip}
 
 
