@@ -67,26 +67,43 @@ HEADWATER_TEST_DRIVER_OPTS="$(bash scripts/test-jvm-opts.sh .venv)" \
 for pid in "${prep[@]+"${prep[@]}"}"; do wait "$pid" || true; done
 # The lanes run side by side (one Spark process each, mostly waiting on a broker or on
 # each other's commits), each tier into its own log, printed whole when its lane ends.
+# Every 5 minutes a line per running tier (its minutes so far and its progress), so a
+# run stopped from outside still shows where each lane was.
 pids=()
 for lane in $TIERS; do
   (
     lane_status=0
     for tier in ${lane//+/ }; do
       grep -q "^  $tier)" scripts/tier.sh || continue
+      date +%s >"$LOGS/$tier.start"
       bash scripts/tier.sh "$tier" --durations=15 "$@" >"$LOGS/$tier.log" 2>&1 || lane_status=1
+      echo $(( $(date +%s) - $(cat "$LOGS/$tier.start") )) >"$LOGS/$tier.took"
     done
     exit "$lane_status"
   ) &
   pids+=("$!:$lane")
 done
+(
+  while sleep 300 </dev/null >/dev/null 2>&1; do  # (an orphaned sleep holds no pipe)
+    for started in "$LOGS"/*.start; do
+      [ -e "$started" ] || continue
+      tier="$(basename "$started" .start)"
+      [ -f "$LOGS/$tier.took" ] && continue
+      progress="$(tail -c 200 "$LOGS/$tier.log" 2>/dev/null | tr -d '\n' | grep -o '\[ *[0-9]*%\]' | tail -1 || true)"
+      echo "== $(date +%T) tier $tier running for $(( ($(date +%s) - $(cat "$started")) / 60 )) min ${progress:-(starting)}"
+    done
+  done
+) &
+heartbeat=$!
 for entry in "${pids[@]+"${pids[@]}"}"; do
   pid="${entry%%:*}"; lane="${entry#*:}"
   wait "$pid" || status=1
   for tier in ${lane//+/ }; do
     [ -f "$LOGS/$tier.log" ] || continue
-    echo "== tier: $tier"
+    echo "== tier: $tier ($(cat "$LOGS/$tier.took" 2>/dev/null || echo '?') s)"
     cat "$LOGS/$tier.log"
   done
 done
+kill "$heartbeat" 2>/dev/null || true
 rm -rf "$LOGS"
 exit "$status"
