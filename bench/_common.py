@@ -298,3 +298,20 @@ def run_in_session(
     finally:
         remove_run_dir(run_dir, args.keep)
     return report
+
+
+def run_and_report(
+    args: argparse.Namespace,
+    name: str,
+    run: Callable[[SparkSession, argparse.Namespace, Path], dict],
+    format_report: Callable[[dict], str],
+    versions: Sequence[str] = ("pyspark", "pyarrow", "deltalake"),
+    spark: SparkSession | None = None,
+) -> dict:
+    """What a bench's ``main`` does: ``run`` in a run directory ``<name>-*`` and a session
+    named ``name`` (:func:`run_in_session`), then its report printed and written to
+    ``--json``. ``spark``: a running session to run in (a smoke test's), left running; else
+    one is built here (``--master``) and stopped."""
+    report = run_in_session(args, name, f"{name}-", run, versions, spark)
+    write_report(report, format_report(report), args.json_out)
+    return report

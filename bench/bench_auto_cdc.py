@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import yaml
-from _common import check, header_lines, parse_bench_args, ratio_table, run_in_session, write_report
+from _common import check, header_lines, parse_bench_args, ratio_table, run_and_report
 
 TARGET = 1.10
 
@@ -233,19 +233,8 @@ def format_report(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None, spark=None) -> dict:
-    """``spark``: a running session to run in (a smoke test's), left running; else one is
-    built here (``--master``) and stopped."""
-    args = parse_args(argv)
-    report = run_in_session(
-        args,
-        "bench-auto-cdc",
-        "bench-auto-cdc-",
-        run,
-        ("pyspark", "pyarrow", "deltalake"),
-        spark=spark,
-    )
-    write_report(report, format_report(report), args.json_out)
-    return report
+    """Run, print and return the report (``spark``: see ``_common.run_and_report``)."""
+    return run_and_report(parse_args(argv), "bench-auto-cdc", run, format_report, spark=spark)
 
 
 if __name__ == "__main__":

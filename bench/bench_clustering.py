@@ -32,8 +32,7 @@ from _common import (
     header_lines,
     markdown_table,
     parse_bench_args,
-    run_in_session,
-    write_report,
+    run_and_report,
 )
 
 TARGET = 0.5  # a point filter should cost at most half of the unclustered scan
@@ -178,19 +177,8 @@ def format_report(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None, spark=None) -> dict:
-    """``spark``: a running session to run in (a smoke test's), left running; else one is
-    built here (``--master``) and stopped."""
-    args = parse_args(argv)
-    report = run_in_session(
-        args,
-        "bench-clustering",
-        "bench-clustering-",
-        run,
-        ("pyspark", "pyarrow", "deltalake"),
-        spark=spark,
-    )
-    write_report(report, format_report(report), args.json_out)
-    return report
+    """Run, print and return the report (``spark``: see ``_common.run_and_report``)."""
+    return run_and_report(parse_args(argv), "bench-clustering", run, format_report, spark=spark)
 
 
 if __name__ == "__main__":

@@ -32,9 +32,8 @@ from _common import (
     check,
     markdown_table,
     parse_bench_args,
-    run_in_session,
+    run_and_report,
     timed,
-    write_report,
 )
 from bench_autoloader import json_schema, land_json
 
@@ -221,19 +220,8 @@ def format_report(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None, spark=None) -> dict:
-    """``spark``: a running session to run in (a smoke test's), left running; else one is
-    built here (``--master``) and stopped."""
-    args = parse_args(argv)
-    report = run_in_session(
-        args,
-        "headwater-bench-copy-into",
-        "bench-copy-into-",
-        run,
-        versions=("pyspark", "pyarrow", "deltalake"),
-        spark=spark,
-    )
-    write_report(report, format_report(report), args.json_out)
-    return report
+    """Run, print and return the report (``spark``: see ``_common.run_and_report``)."""
+    return run_and_report(parse_args(argv), "bench-copy-into", run, format_report, spark=spark)
 
 
 if __name__ == "__main__":

@@ -35,9 +35,8 @@ from _common import (
     header_lines,
     parse_bench_args,
     ratio_table,
-    run_in_session,
+    run_and_report,
     timed,
-    write_report,
 )
 
 TARGET = 1.10
@@ -205,19 +204,8 @@ def format_report(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None, spark=None) -> dict:
-    """``spark``: a running session to run in (a smoke test's), left running; else one is
-    built here (``--master``) and stopped."""
-    args = parse_args(argv)
-    report = run_in_session(
-        args,
-        "bench-expectations",
-        "bench-expectations-",
-        run,
-        ("pyspark", "pyarrow", "deltalake"),
-        spark=spark,
-    )
-    write_report(report, format_report(report), args.json_out)
-    return report
+    """Run, print and return the report (``spark``: see ``_common.run_and_report``)."""
+    return run_and_report(parse_args(argv), "bench-expectations", run, format_report, spark=spark)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import textwrap
 from pathlib import Path
 
 import yaml
-from _common import check, header_lines, parse_bench_args, ratio_table, run_in_session, write_report
+from _common import check, header_lines, parse_bench_args, ratio_table, run_and_report
 
 TARGET = 0.10  # the issue's goal for 1% changes
 NO_CHANGE_GOAL_S = 0.3
@@ -172,14 +172,8 @@ def format_report(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None, spark=None) -> dict:
-    """``spark``: a running session to run in (a smoke test's), left running; else one is
-    built here (``--master``) and stopped."""
-    args = parse_args(argv)
-    report = run_in_session(
-        args, "bench-views", "bench-views-", run, ("pyspark", "pyarrow", "deltalake"), spark=spark
-    )
-    write_report(report, format_report(report), args.json_out)
-    return report
+    """Run, print and return the report (``spark``: see ``_common.run_and_report``)."""
+    return run_and_report(parse_args(argv), "bench-views", run, format_report, spark=spark)
 
 
 if __name__ == "__main__":

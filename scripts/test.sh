@@ -89,8 +89,10 @@ done
       [ -e "$started" ] || continue
       tier="$(basename "$started" .start)"
       [ -f "$LOGS/$tier.took" ] && continue
-      progress="$(tail -c 200 "$LOGS/$tier.log" 2>/dev/null | tr -d '\n' | grep -o '\[ *[0-9]*%\]' | tail -1 || true)"
-      echo "== $(date +%T) tier $tier running for $(( ($(date +%s) - $(cat "$started")) / 60 )) min ${progress:-(starting)}"
+      # pytest -q's progress lines: a character per test done (. s x F E)
+      done_="$(sed -n '/^== tests/,$p' "$LOGS/$tier.log" | grep -E '^[.sxXFE]+( |$)' \
+        | cut -d' ' -f1 | tr -d '\n' | wc -c || true)"
+      echo "== $(date +%T) tier $tier running for $(( ($(date +%s) - $(cat "$started")) / 60 )) min, ${done_:-0} tests done"
     done
   done
 ) &
