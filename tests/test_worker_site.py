@@ -53,6 +53,21 @@ def test_a_distributions_zip_is_kept(tmp_path):
     assert str(fake) in out
 
 
+def test_a_zip_of_a_pyspark_this_python_cannot_import_is_kept(tmp_path):
+    """Workers of another Python (``PYSPARK_PYTHON``) than the one pyspark is installed in
+    do not have its folder on their path: the zip is their only PySpark."""
+    other = tmp_path / "other-venv" / "site-packages"
+    (other / "pyspark" / "python" / "lib").mkdir(parents=True)
+    (other / "pyspark" / "__init__.py").write_text("")
+    theirs = other / "pyspark" / "python" / "lib" / "pyspark.zip"
+    theirs.write_bytes(b"")
+    out = python([str(theirs), str(SITE)], "import sys; print(sys.path)")
+    assert str(theirs) in out
+    # the same tree on the path: the installed copy is importable, the zip goes
+    out = python([str(theirs), str(SITE), str(other)], "import sys; print(sys.path)")
+    assert str(theirs) not in out
+
+
 def test_the_sessions_python_workers_import_the_installed_pyspark(spark):
     from pyspark.sql import functions as F
 

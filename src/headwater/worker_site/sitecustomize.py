@@ -26,14 +26,18 @@ import sys
 _LIB = os.sep + os.path.join("pyspark", "python", "lib") + os.sep
 
 
-def _installed_copy(entry: str) -> bool:
+def _installed_copy(entry: str, folders: set[str]) -> bool:
     """Whether ``entry`` is a zip inside an installed pyspark whose package (and py4j's)
-    can be imported from the folder that holds that pyspark."""
+    this interpreter imports from the folder that holds that pyspark (one of ``folders``,
+    its path's folders). A worker of another Python (``PYSPARK_PYTHON`` naming one without
+    that folder on its path) keeps the zip: without it, it would have no PySpark at all."""
     if not entry.endswith(".zip") or _LIB not in entry:
         return False
     root = entry.split(_LIB)[0]
     name = "pyspark" if os.path.basename(entry) == "pyspark.zip" else "py4j"
-    return os.path.isfile(os.path.join(root, name, "__init__.py"))
+    return os.path.normpath(root) in folders and os.path.isfile(
+        os.path.join(root, name, "__init__.py")
+    )
 
 
 def _run_shadowed(here: str) -> None:
@@ -46,5 +50,6 @@ def _run_shadowed(here: str) -> None:
     spec.loader.exec_module(module)
 
 
-sys.path[:] = [entry for entry in sys.path if not _installed_copy(entry)]
+_FOLDERS = {os.path.normpath(p) for p in sys.path if p and not p.endswith(".zip")}
+sys.path[:] = [entry for entry in sys.path if not _installed_copy(entry, _FOLDERS)]
 _run_shadowed(os.path.dirname(os.path.abspath(__file__)))
