@@ -22,6 +22,7 @@ from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.write.sink import output_mode, sink_spec
 from headwater.errors import OptionError
 from headwater.originals import original as spark_method
+from headwater.storage.checkpoints import clear_unwritten_first_batch
 
 Method = Callable[..., Any]
 
@@ -90,6 +91,8 @@ def _start(
     if mode:
         spark_method(DataStreamWriter, "outputMode")(writer, mode)
     spark_method(DataStreamWriter, "option")(writer, "checkpointLocation", checkpoint)
+    if checkpoint:
+        clear_unwritten_first_batch(checkpoint)  # what a first batch killed midway left
     writer.foreachBatch(sink)
     return spark_method(DataStreamWriter, "start")(writer, queryName=query_name)
 

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from headwater.originals import original
+from headwater.storage.checkpoints import clear_unwritten_first_batch
 
 
 def start_batches(
@@ -21,7 +22,9 @@ def start_batches(
     query_name: str | None = None,
 ) -> StreamingQuery:
     """Stream ``df`` into ``function`` with ``checkpoint``; ``trigger`` as
-    ``DataStreamWriter.trigger`` takes it (``{"availableNow": True}``)."""
+    ``DataStreamWriter.trigger`` takes it (``{"availableNow": True}``). A first batch killed
+    before its offsets were written leaves nothing Spark would start on: cleared first."""
+    clear_unwritten_first_batch(checkpoint)
     writer = df.writeStream
     if output_mode:
         writer = original(DataStreamWriter, "outputMode")(writer, output_mode)

@@ -36,6 +36,7 @@ from headwater.pipelines.graph.kafka import connector_missing, is_connector_miss
 from headwater.pipelines.layout.folders import Layout
 from headwater.pipelines.runner.expectations import Quality, Rules
 from headwater.pipelines.runner.interrupt import BatchGate, stopped_by_request
+from headwater.storage.checkpoints import clear_unwritten_first_batch
 
 Write = Callable[[DataFrame], WriteResult | None]
 
@@ -248,6 +249,7 @@ def start_stream(
     if dataset.kind == "sink":
         writer = df.writeStream.format(dataset.format or "delta").options(**dataset.options)
         writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
+        clear_unwritten_first_batch(checkpoint)  # what a first batch killed midway left
         try:
             return writer.trigger(**trigger).start()  # type: ignore[arg-type]
         except AnalysisException as e:
