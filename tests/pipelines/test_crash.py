@@ -17,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_python
 
 PIPELINE = """
 from pyspark import pipelines as dp
@@ -122,10 +122,29 @@ def run_here(spark, root) -> None:
 def shared_warehouse(spark) -> str:
     """The test session's warehouse, for the child processes too: its catalog (files in the
     warehouse) names the same tables in every process, so the test's own session runs the
-    updates that are not killed and reads, changes and checks the tables by name."""
+    updates that are not killed and reads, changes and checks the tables by name.
+
+    On the delta-spark engine that catalog is Hive's, on an embedded Derby database in the
+    warehouse that the first session naming a table creates. A child killed while creating
+    it leaves it unfinished: a new session sets it aside (``headwater.engines.jars``), but
+    the test's own session, started before the kills, found it broken at the rerun and
+    failed every later test (on a loaded CI machine, where creating it takes longer than
+    the first kill's delay). So a child creates it, whole, before the kills; the test's own
+    session cannot, as an embedded Derby serves one process at a time."""
+    from headwater import engines
     from headwater.session import WAREHOUSE_CONF
 
-    return spark.conf.get(WAREHOUSE_CONF)
+    warehouse = spark.conf.get(WAREHOUSE_CONF)
+    if engines.of(spark) == engines.DELTA_SPARK and not os.path.exists(
+        os.path.join(warehouse, "metastore_db", "service.properties")
+    ):
+        run_python(
+            "import sys, headwater\n"
+            "spark = headwater.session(master='local[1]', warehouse=sys.argv[1])\n"
+            "spark.catalog.listDatabases()\n",
+            warehouse,
+        )
+    return warehouse
 
 
 @pytest.mark.slow
