@@ -157,3 +157,63 @@ def test_the_state_written_on_the_driver_reads_back_with_its_marker(tmp_path):
     assert not avg_state.key_type_on_driver("double")
     assert not avg_state.key_type_on_driver("timestamp")
     assert not avg_state.key_type_on_driver("string collate UTF8_LCASE")
+
+
+def test_the_changed_rows_state_in_arrow_is_sparks_partial_state():
+    import pyarrow as pa
+
+    a = averages.Average("mean", 0)
+    rows = pa.table(
+        {
+            "region": pa.array(["eu", "eu", "us", None, None], pa.string()),
+            "amount": pa.array([3, None, -5, 7, -9], pa.int32()),
+        }
+    )
+    view = pa.schema([("r", pa.string()), ("mean", pa.float64())])
+    state = avg_state.partial(rows, [("r", "region")], [(a, "amount")], view)
+    got = {r["r"]: r for r in state.to_pylist()}
+    assert {
+        k: (r[averages.ROWS], r[a.sum], r[a.count], r[a.magnitude]) for k, r in got.items()
+    } == {
+        "eu": (2, Decimal(3), 1, Decimal(3)),
+        "us": (1, Decimal(-5), 1, Decimal(5)),
+        None: (2, Decimal(-2), 2, Decimal(16)),
+    }
+    assert state.schema.field(a.sum).type == pa.decimal128(38, 0)  # Spark's kept sum type
+    taken = avg_state.negated(state, ["r"])
+    assert taken.column("r") == state.column("r")
+    assert [-v for v in state.column(averages.ROWS).to_pylist()] == taken[averages.ROWS].to_pylist()
+    empty = avg_state.partial(rows.slice(0, 0), [("r", "region")], [(a, "amount")], view)
+    assert empty.num_rows == 0 and empty.schema == state.schema
+
+
+def test_averages_from_the_state_match_the_views_groups_null_keys_included():
+    import pyarrow as pa
+
+    a = averages.Average("mean", 0)
+    state = pa.table(
+        {
+            "k": pa.array([2, None, 1, 9], pa.int64()),
+            averages.ROWS: pa.array([1, 3, 2, 1], pa.int64()),
+            a.sum: pa.array(
+                [Decimal(7), Decimal(-4), Decimal(1), Decimal(0)], pa.decimal128(38, 0)
+            ),
+            a.count: pa.array([0, 3, 2, 0], pa.int64()),
+        }
+    )
+    view = pa.table(
+        {
+            "k": pa.array([1, 2, None, 3], pa.int64()),
+            "mean": pa.array([0.0, 0.0, 0.0, 0.0]),
+            "total": pa.array([1, None, -4, 5], pa.int64()),
+        }
+    )
+    out = avg_state.with_averages(view, state, [a], ["k"])
+    assert out.schema == view.schema  # the view's columns and types, in its order
+    got = {r["k"]: (r["mean"], r["total"]) for r in out.to_pylist()}
+    # 1/2 as Spark's double division; a count of 0 is NULL; a group the state lacks (3)
+    # gets NULL; a state group the view lacks (9) adds no row
+    assert got == {1: (0.5, 1), 2: (None, None), None: (-4 / 3, -4), 3: (None, 5)}
+    one = pa.table({"mean": pa.array([0.0]), "n": pa.array([4], pa.int64())})
+    whole = state.slice(1, 1).drop_columns(["k"])
+    assert avg_state.with_averages(one, whole, [a], []).to_pylist() == [{"mean": -4 / 3, "n": 4}]

@@ -62,6 +62,16 @@ def uncounted():  # no count(*): appends only
 
 
 @dp.materialized_view
+def amounts():  # averages of a plain integral column: refreshed in Arrow on the driver
+    return spark.read.table("raw").groupBy("region").agg(
+        F.avg("amount").alias("mean"),
+        F.sum("amount").alias("total"),
+        F.count("amount").alias("counted"),
+        F.count("*").alias("n"),
+    )
+
+
+@dp.materialized_view
 def doubles():  # sums of doubles do not combine exactly
     return spark.read.table("raw").groupBy("region").agg(
         F.avg(F.col("amount").cast("double")).alias("mean"), F.count("*").alias("n")
@@ -73,6 +83,8 @@ QUERIES = {
     "avg(CAST(amount % 7 AS int)) AS mean_mod, count(*) AS n FROM {db}.raw GROUP BY region",
     "overall": "SELECT avg(amount) AS mean, avg(price) AS mean_price, count(*) AS n FROM {db}.raw",
     "uncounted": "SELECT region, avg(price) AS mean_price FROM {db}.raw GROUP BY region",
+    "amounts": "SELECT region, avg(amount) AS mean, sum(amount) AS total, "
+    "count(amount) AS counted, count(*) AS n FROM {db}.raw GROUP BY region",
     "doubles": "SELECT region, avg(CAST(amount AS double)) AS mean, count(*) AS n "
     "FROM {db}.raw GROUP BY region",
 }
@@ -82,9 +94,10 @@ EXPECTED = {  # the technique per change (others: recompute)
         "means": "GROUP_AGGREGATE",
         "overall": "GROUP_AGGREGATE",
         "uncounted": "GROUP_AGGREGATE",
+        "amounts": "GROUP_AGGREGATE",
     },
     "nothing": dict.fromkeys(QUERIES, "NO_OP"),
-    **{kind: {"means": "GROUP_AGGREGATE", "overall": "GROUP_AGGREGATE"} for kind in UPDATES},
+    **{kind: dict.fromkeys(("means", "overall", "amounts"), "GROUP_AGGREGATE") for kind in UPDATES},
 }
 
 
@@ -103,6 +116,11 @@ def same_rows(project, view: str) -> None:
     got = project.spark.table(f"{project.database}.{view}")
     types = [(f.name, f.dataType) for f in got.schema.fields]
     assert types == [(f.name, f.dataType) for f in expected.schema.fields], (view, got.schema)
+
+
+def view_avg_state(path: str) -> dict:
+    """The kept state's columns, its groups in order of their row counts."""
+    return avg_state.read(path).sort_by("__rows").to_pydict()
 
 
 def recorded_state(project, view: str) -> str | None:
@@ -129,11 +147,19 @@ def test_averages_are_kept_through_sums_and_counts(project):
     plans = techniques(result)
     for view in QUERIES:
         same_rows(project, view)
-    for view in ("means", "overall", "uncounted"):
+    for view in ("means", "overall", "uncounted", "amounts"):
         assert plans[view]["chosen"] == "GROUP_AGGREGATE", plans[view]
         assert "avg" in plans[view]["reason"]
-        assert plans[view]["executor"] == "spark"
-        assert "avg is kept" in plans[view]["executor_reason"]
+    # a plain integral column's average: its kept state combined in Arrow, no Spark job;
+    # an expression's, or a decimal one's (rounded as Spark's), in Spark
+    assert plans["amounts"]["executor"] == "arrow", plans["amounts"]
+    assert plans["means"]["executor"] == "spark"
+    assert "'mean_price' is not of a plain column" in plans["means"]["executor_reason"]
+    assert plans["uncounted"]["executor"] == "spark"
+    assert "'mean_price'" in plans["uncounted"]["executor_reason"]
+    kept = recorded_state(project, "amounts")
+    counts = project.spark.table(f"{project.database}.amounts").select("n").collect()
+    assert kept is not None and view_avg_state(kept)["__rows"] == sorted(r.n for r in counts)
     assert plans["doubles"]["chosen"] == "FULL_RECOMPUTE"
     assert "double values" in plans["doubles"]["reason"], plans["doubles"]
     assert recorded_state(project, "means") != state  # a new state, the old one untouched
@@ -150,6 +176,10 @@ def test_averages_are_kept_through_sums_and_counts(project):
     for view in QUERIES:
         same_rows(project, view)
     assert plans["means"]["chosen"] == "GROUP_AGGREGATE", plans["means"]
+    assert (plans["amounts"]["chosen"], plans["amounts"]["executor"]) == (
+        "GROUP_AGGREGATE",
+        "arrow",
+    ), plans["amounts"]
     assert plans["uncounted"]["chosen"] == "FULL_RECOMPUTE"
     assert "no count(*)" in plans["uncounted"]["reason"]
     assert techniques(project.run())["means"]["chosen"] == "NO_OP"
@@ -172,9 +202,10 @@ def test_a_lost_state_or_a_sum_past_2_53_is_recomputed(project):
     project.land("3.json", [{"id": 300, "amount": 2**53 + 1, "region": "eu"}])
     result = project.run()
     assert result.ok, result.failed()
-    plan = techniques(result)["means"]
-    assert plan["chosen"] == "FULL_RECOMPUTE" and "2^53" in plan["reason"], plan
-    for view in ("means", "overall"):
+    for view in ("means", "amounts"):  # (amounts: found past it by the Arrow refresh)
+        plan = techniques(result)[view]
+        assert plan["chosen"] == "FULL_RECOMPUTE" and "2^53" in plan["reason"], plan
+    for view in ("means", "overall", "amounts"):
         same_rows(project, view)
     project.spark.sql(f"DELETE FROM {project.database}.raw WHERE id = 300")
     result = project.run()  # back under the bound: incremental again
@@ -220,6 +251,7 @@ def random_changes(project, rnd: random.Random) -> None:
     assert set(kinds) == {*statements, "append", "nothing"} == set(EXPECTED), kinds
     exercised = set()  # the kinds that changed a view at least once
     ways = set()  # (commit, where the state was combined) of the grouped refreshes
+    executors = set()  # where amounts' grouped refreshes ran (Arrow: rewrites on the driver)
     for step, kind in enumerate(kinds, 1):
         commit = view_checks.commit_by_turns(project, step)
         on_driver = step // 2 % 2 == 1  # (0: every state combined in Spark)
@@ -243,6 +275,8 @@ def random_changes(project, rnd: random.Random) -> None:
         exercised |= {kind} if any(plans[v]["chosen"] != "NO_OP" for v in QUERIES) else set()
         if any(plans[v]["chosen"] == "GROUP_AGGREGATE" for v in QUERIES):
             ways.add((commit, on_driver))
+        if plans["amounts"]["chosen"] == "GROUP_AGGREGATE":
+            executors.add(plans["amounts"]["executor"])
         for view in QUERIES:
             same_rows(project, view)
             want = EXPECTED[kind].get(view, "FULL_RECOMPUTE")
@@ -257,3 +291,4 @@ def random_changes(project, rnd: random.Random) -> None:
     assert exercised == set(kinds) - {"nothing"}, exercised  # no kind matched no row
     assert {commit for commit, _ in ways} == {"merge", "rewrite"}, ways
     assert {on_driver for _, on_driver in ways} == {True, False}, ways
+    assert executors == {"arrow", "spark"}, executors

@@ -4,7 +4,8 @@ file and commits it with the refresh's record in one Delta commit, no Spark job.
 update is killed just before that commit (the file written, not committed) and just
 after it (committed, the update not finished), after appends and after updates taken back
 through the change data feed; then the update is run to the end: the view equals its
-query recomputed from scratch, every group once with its right counts and sums."""
+query recomputed from scratch, every group once with its right counts, sums and averages
+(whose kept state is written before the commit, and named by it)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def bronze():
 @dp.materialized_view
 def totals():
     return spark.read.table("bronze").groupBy("region").agg(
-        F.count("*").alias("n"), F.sum("id").alias("ids"), F.count("id").alias("counted")
+        F.count("*").alias("n"), F.sum("id").alias("ids"), F.count("id").alias("counted"),
+        F.avg("id").alias("mean"),
     )
 """
 
@@ -71,7 +73,7 @@ HELD = textwrap.dedent(
 )
 
 QUERY = (
-    "SELECT region, count(*) AS n, sum(id) AS ids, count(id) AS counted "
+    "SELECT region, count(*) AS n, sum(id) AS ids, count(id) AS counted, avg(id) AS mean "
     "FROM {db}.bronze GROUP BY region"
 )
 

@@ -32,6 +32,7 @@ FUNCTIONS = {
     "sum": Combine.SUM,
     "min": Combine.LEAST,
     "max": Combine.GREATEST,
+    "avg": Combine.AVERAGE,  # derived from the kept sums and counts (avg_state.with_averages)
 }
 
 
@@ -70,7 +71,8 @@ def partial_groups(rows: pa.Table, query: ArrowQuery, schema: pa.Schema) -> pa.T
         else pa.table({"_": pa.nulls(rows.num_rows, pa.int8())})
     )
     specs: list[tuple] = []
-    for i, m in enumerate(query.measures):
+    asked = [m for m in query.measures if m.function != "avg"]  # (averages: from the state)
+    for i, m in enumerate(asked):
         name = f"m{i}"
         if m.function == "count_rows":
             specs.append(([], "count_all"))
@@ -89,7 +91,7 @@ def partial_groups(rows: pa.Table, query: ArrowQuery, schema: pa.Schema) -> pa.T
     grouped = table.group_by(keys, use_threads=False).aggregate(specs)
     # pyarrow puts the keys first, then the aggregates in the order asked.
     columns = {k: grouped.column(i) for i, k in enumerate(keys)}
-    for i, m in enumerate(query.measures):
+    for i, m in enumerate(asked):
         columns[m.column] = grouped.column(len(keys) + i)
     return _as(columns, schema, grouped.num_rows)
 
@@ -114,7 +116,13 @@ def combine(
         }
         parts.append(_as(negated, schema, removed.num_rows))
     both = pa.concat_tables(parts)
-    again = {Combine.SUM: "sum", Combine.ADD: "sum", Combine.LEAST: "min", Combine.GREATEST: "max"}
+    again = {
+        Combine.SUM: "sum",
+        Combine.ADD: "sum",
+        Combine.LEAST: "min",
+        Combine.GREATEST: "max",
+        Combine.AVERAGE: "max",  # (a placeholder: replaced by avg_state.with_averages)
+    }
     names = list(aggregation.columns)
     specs = [
         (c, again[how], pc.ScalarAggregateOptions(skip_nulls=True, min_count=1))

@@ -36,7 +36,7 @@ from headwater.delta.log.delta_log import DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
 from headwater.delta.read import change_feed
 from headwater.delta.write.batch import WriteResult
-from headwater.pipelines.refresh import snapshots
+from headwater.pipelines.refresh import avg_state, snapshots
 from headwater.pipelines.refresh.arrow_combine import (
     FUNCTIONS,
     ArrowQuery,
@@ -66,6 +66,7 @@ _FUNCTIONS = {
     "Max": "max",
     "count_if": "count_if",
     "CountIf": "count_if",
+    "Average": "avg",
 }
 _PASS_THROUGH = ("SubqueryAlias", "View", "Project")
 
@@ -143,6 +144,9 @@ def _measure(name: str, value: object, column: Callable[[object], str | None]) -
         "min": kind_of in _ORDERED_TYPES or _decimal(args[0]),
         "max": kind_of in _ORDERED_TYPES or _decimal(args[0]),
         "count_if": kind_of == "boolean",
+        # (integral values: derived from the kept exact sum and count as Spark's; decimals'
+        # rounding is derived in Spark: view_avg)
+        "avg": kind_of in _INTEGRAL,
     }[how]
     return Measure(name, how, source) if exact else why
 
@@ -170,6 +174,9 @@ class ArrowJob:
     view: Snapshot  # the view at the version the plan was made on
     input_schema: StructType  # the input's at ``now``
     retract: bool
+    # A view with averages: the kept state its record names, and the new one's path
+    state_from: str | None = None
+    state_to: str | None = None
 
 
 def small_change(
@@ -184,6 +191,8 @@ def small_change(
     view_partitioned: bool,
     retract: bool,
     up_to_rows: int = ARROW_UP_TO_ROWS,
+    state: tuple[str | None, str | None] = (None, None),
+    state_up_to_bytes: int = avg_state.ON_DRIVER_UP_TO_BYTES,
 ) -> ArrowJob | str:
     """The Arrow refresh of this change, or why it takes the Spark path: the query is not
     simple enough, the view or the input has what the Arrow reader or writer does not do
@@ -197,6 +206,10 @@ def small_change(
     if view_partitioned:
         return "the view is partitioned or clustered"
     view = snapshots.at(view_location, view_version)
+    if aggregation.averages:
+        why = _state_on_driver(aggregation, view, state, state_up_to_bytes)
+        if why is not None:
+            return why
     mapped = "delta.columnMapping.mode"
     if view.check_constraints or view.configuration.get(mapped, "none") != "none":
         return "the view has CHECK constraints or column mapping"
@@ -218,14 +231,26 @@ def small_change(
     rows = sum(_rows(t) for t in tasks)
     if rows > up_to_rows:
         return f"{rows:,} rows changed, more than the {up_to_rows:,} refreshed without Spark"
-    return ArrowJob(
-        query,
-        aggregation,
-        tuple(tasks),
-        view,
-        changed.schema,
-        retract,
-    )
+    return ArrowJob(query, aggregation, tuple(tasks), view, changed.schema, retract, *state)
+
+
+def _state_on_driver(
+    aggregation: Aggregation,
+    view: Snapshot,
+    state: tuple[str | None, str | None],
+    up_to_bytes: int,
+) -> str | None:
+    """Why the averages' kept state cannot be combined on the driver, if it cannot."""
+    if state[0] is None or state[1] is None:
+        return "the view's averages have no recorded state"
+    if any(a.decimal is not None for a in aggregation.averages):
+        return "an average of decimals is rounded as Spark's in Spark"
+    types = {f.name: f.dataType.simpleString() for f in view.schema.fields}
+    if not all(avg_state.key_type_on_driver(types[k]) for k in aggregation.keys):
+        return "a group key's type may group otherwise in Arrow (the averages' state)"
+    if up_to_bytes <= 0 or avg_state.state_bytes(state[0]) > up_to_bytes:
+        return "the averages' kept state is larger than the driver combines"
+    return None
 
 
 def _rows(task: FileTask) -> int:
@@ -237,9 +262,12 @@ def _rows(task: FileTask) -> int:
         return int(pq.ParquetFile(f).metadata.num_rows)
 
 
-def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) -> WriteResult:
+def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) -> WriteResult | None:
     """The view's new rows, computed in Arrow and committed with ``record`` in one commit
-    (``commit``: the view's table's commit of a staged transaction)."""
+    (``commit``: the view's table's commit of a staged transaction). A view with averages
+    has its kept state combined and written first (the record names it); None, with
+    nothing committed, when a group's average is past the bound where that state gives
+    Spark's (:func:`.avg_state.exact`): the caller recomputes the view."""
     wanted = StructType([f for f in job.input_schema.fields if f.name in job.query.columns])
     if not wanted.fields:  # count(*) alone: a file read without columns yields no rows
         wanted = StructType(job.input_schema.fields[:1])
@@ -262,6 +290,11 @@ def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) ->
         schema=schema,
     )
     rows = combine(view, added, removed, job.aggregation, schema)
+    if job.aggregation.averages:
+        state = _kept_state(job, changes, schema)
+        if state is None or not avg_state.exact(state, job.aggregation.averages):
+            return None
+        rows = avg_state.with_averages(rows, state, job.aggregation.averages, job.aggregation.keys)
     snapshot.check_writable()
     protocol.check_writable(snapshot.protocol, snapshot.metadata, log.root, removes=True)
     txn = Transaction(log, snapshot, Operation.write("overwrite"))
@@ -282,6 +315,31 @@ def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) ->
         num_rows=rows.num_rows,
         num_bytes=add.size if add is not None else 0,
     )
+
+
+def _kept_state(job: ArrowJob, changes: pa.Table, schema: pa.Schema) -> pa.Table | None:
+    """The averages' state after this change (the recorded one with the added rows'
+    groups added and the removed rows' taken back), written to the job's new path; None
+    when a kept sum passes its type (nothing written)."""
+    assert job.state_from is not None and job.state_to is not None
+    kind = changes.column(change_feed.CHANGE_TYPE)
+    sources = {m.column: m.argument for m in job.query.measures if m.function == "avg"}
+    averages = [(a, sources[a.column] or "") for a in job.aggregation.averages]
+    parts = [
+        avg_state.partial(
+            changes.filter(pc.is_in(kind, pa.array(ADDED))), job.query.keys, averages, schema
+        )
+    ]
+    if job.retract:
+        removed = changes.filter(pc.is_in(kind, pa.array(REMOVED)))
+        gone = avg_state.partial(removed, job.query.keys, averages, schema)
+        parts.append(avg_state.negated(gone, job.aggregation.keys))
+    state = avg_state.combined(
+        avg_state.read(job.state_from), pa.concat_tables(parts), job.aggregation.keys
+    )
+    if state is not None:
+        avg_state.write(state, job.state_to)
+    return state
 
 
 def _write_file(rows: pa.Table, root: str, schema: StructType) -> AddFile:

@@ -101,3 +101,97 @@ def write(state: pa.Table, path: str) -> None:
         fs.create_dir(inner, recursive=True)
     pq.write_table(state, f"{inner}/part-00000-{uuid.uuid4().hex}.parquet", filesystem=fs)
     storage.write_bytes(storage.join(path, "_SUCCESS"), b"")
+
+
+def partial(
+    rows: pa.Table,
+    keys: Sequence[tuple[str, str]],
+    averages: Sequence[tuple[avg.Average, str]],
+    key_types: pa.Schema,
+) -> pa.Table:
+    """The state of ``rows`` (the input's columns) in Arrow, as ``view_avg.partial_state``
+    makes it in Spark: per group (``keys``: the view's column and the input's, cast to
+    ``key_types``) its rows, and per average of integral values (``averages``: each with
+    the input column it reads) their exact sum, count and sum of absolute values."""
+    names = [view for view, _ in keys]
+    table = pa.table(
+        {view: rows.column(source).cast(key_types.field(view).type) for view, source in keys}
+        if keys
+        else {"_": pa.nulls(rows.num_rows, pa.int8())}
+    )
+    exact = pa.decimal128(avg.MAX_PRECISION, 0)
+    specs: list[tuple] = [([], "count_all")]
+    for i, (_, source) in enumerate(averages):
+        value = rows.column(source).cast(exact)
+        table = table.append_column(f"v{i}", value).append_column(f"a{i}", pc.abs(value))
+        keep_null = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+        specs += [
+            (f"v{i}", "sum", keep_null),
+            (f"v{i}", "count", pc.CountOptions(mode="only_valid")),
+            (f"a{i}", "sum", keep_null),
+        ]
+    grouped = table.group_by(names, use_threads=False).aggregate(specs)
+    # pyarrow puts the keys first, then the aggregates in the order asked.
+    columns = {k: grouped.column(i) for i, k in enumerate(names)}
+    at = len(names)
+    columns[avg.ROWS] = grouped.column(at)
+    for i, (a, _) in enumerate(averages):
+        columns[a.sum] = grouped.column(at + 1 + 3 * i).cast(exact)
+        columns[a.count] = grouped.column(at + 2 + 3 * i)
+        columns[a.magnitude] = grouped.column(at + 3 + 3 * i).cast(exact)
+    return pa.table(columns)
+
+
+def negated(state: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """A partial state taken back: its counts and sums negated, its keys kept."""
+    return pa.table(
+        {n: state[n] if n in keys else pc.negate_checked(state[n]) for n in state.column_names}
+    )
+
+
+def with_averages(
+    view: pa.Table, state: pa.Table, averages: Sequence[avg.Average], keys: Sequence[str]
+) -> pa.Table:
+    """``view`` (the refreshed view's rows, its averages not yet right) with each average
+    derived from ``state`` as Spark's ``Average`` evaluates its buffer for integral values:
+    ``double(sum) / double(count)``, NULL with no value (exact within :func:`exact`'s
+    bounds). Matched by key, NULL keys as one group (one ``group_by`` of both, so no join
+    has to match NULLs); a view group the state lacks gets NULL."""
+    mark = "__in_view"
+    kept = [c for c in view.column_names if c not in keys]
+    values = [c for a in averages for c in (a.sum, a.count)]
+    n_view, n_state = view.num_rows, state.num_rows
+
+    def column(table: pa.Table, name: str, n: int, kind: pa.DataType) -> pa.ChunkedArray:
+        found = table.column(name) if name in table.column_names else pa.nulls(n, kind)
+        cast = found.cast(kind)
+        return pa.chunked_array([cast]) if isinstance(cast, pa.Array) else cast
+
+    kinds = {
+        **{c: view.schema.field(c).type for c in [*keys, *kept]},
+        **{c: state.schema.field(c).type for c in values},
+        mark: pa.int8(),
+    }
+    marked = view.append_column(mark, pa.array([1] * n_view, pa.int8()))
+    both = pa.concat_tables(
+        [
+            pa.table({c: column(marked, c, n_view, kinds[c]) for c in kinds}),
+            pa.table({c: column(state, c, n_state, kinds[c]) for c in kinds}),
+        ]
+    )
+    if not keys:
+        both = both.append_column("_", pa.nulls(both.num_rows, pa.int8()))
+    first = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+    # each value is in one part only, or NULL: max of the group is that value
+    grouped = both.group_by(list(keys) or ["_"], use_threads=False).aggregate(
+        [(c, "max", first) for c in [*kept, *values, mark]]
+    )
+    grouped = grouped.filter(pc.is_valid(grouped[f"{mark}_max"]))
+    out = {k: grouped[k] for k in keys}
+    out.update({c: grouped[f"{c}_max"] for c in kept})
+    for a in averages:
+        count = grouped[f"{a.count}_max"]
+        mean = pc.divide(grouped[f"{a.sum}_max"].cast(pa.float64()), count.cast(pa.float64()))
+        empty = pc.fill_null(pc.equal(count, 0), True)
+        out[a.column] = pc.if_else(empty, pa.nulls(grouped.num_rows, pa.float64()), mean)
+    return pa.table({c: out[c].cast(view.schema.field(c).type) for c in view.column_names})

@@ -236,7 +236,10 @@ class FlowExecutor:
             finally:
                 reads.drop_views()
         if changed is not None and changed.arrow is not None:  # a small change, no Spark job
-            return view_refresh.refresh_in_arrow(self.ctx.spark, af.target, changed.arrow, record)
+            done = view_refresh.refresh_in_arrow(self.ctx.spark, af.target, changed.arrow, record)
+            if done is None:  # (averages past their bound: the state is written, recompute)
+                return self.recompute_averages(af, dataset, df, run, rules, record)
+            return done
         if changed is not None:
             # The same query on the changed inputs' added rows (and, to take back, on their
             # removed rows) with the others' rows at the versions recorded: the rows a

@@ -16,7 +16,7 @@ from headwater.delta.write.batch import WriteResult
 from headwater.engines.door import TableDoor
 from headwater.pipelines.define.elements import Dataset, RefreshPolicy
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
-from headwater.pipelines.refresh import arrow_refresh, snapshots
+from headwater.pipelines.refresh import arrow_refresh, avg_state, snapshots
 from headwater.pipelines.refresh import inputs as view_inputs
 from headwater.pipelines.refresh.arrow_refresh import ARROW_UP_TO_ROWS
 from headwater.pipelines.refresh.plan import (
@@ -141,9 +141,7 @@ def plan_view(
     if plan.technique not in (Technique.APPEND, Technique.GROUP_AGGREGATE):
         return plan, record, None
     assert recorded is not None
-    if plan.kept is not None:  # (the Arrow refresh does not keep averages' sums)
-        plan = replace(plan, executor_reason=AVERAGES_IN_SPARK)
-    elif plan.technique == Technique.GROUP_AGGREGATE and not plan.merge:
+    if plan.technique == Technique.GROUP_AGGREGATE and not plan.merge:
         job = _arrow_job(spark, af, dataset, df, frames, plan, since=recorded.inputs, now=versions)
         if not isinstance(job, str):
             return replace(plan, executor="arrow"), record, ChangedRows({}, arrow=job)
@@ -166,9 +164,6 @@ def plan_view(
         if rows.removed is not None:
             rows.removed[key] = removed
     return plan, record, rows
-
-
-AVERAGES_IN_SPARK = "avg is kept through exact sums and counts beside the view, which Spark writes"
 
 
 def _kept(
@@ -230,13 +225,18 @@ def _arrow_job(
         view_partitioned=bool(dataset.partition_cols or dataset.cluster_by),
         retract=plan.retract,
         up_to_rows=int(spark.conf.get(arrow_refresh.UP_TO_ROWS, None) or ARROW_UP_TO_ROWS),
+        state=(plan.state_from, plan.state_to),
+        state_up_to_bytes=int(
+            spark.conf.get(avg_state.ON_DRIVER_UP_TO, None) or avg_state.ON_DRIVER_UP_TO_BYTES
+        ),
     )
 
 
 def refresh_in_arrow(
     spark: SparkSession, target: str, job: arrow_refresh.ArrowJob, record: str
-) -> WriteResult:
-    """The Arrow refresh's one commit, through the view's table."""
+) -> WriteResult | None:
+    """The Arrow refresh's one commit, through the view's table (None: averages past
+    their bound, nothing committed; the view is to be recomputed)."""
     return arrow_refresh.refresh(job, record, api.table(spark, target).commit)
 
 
