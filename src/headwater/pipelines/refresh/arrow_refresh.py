@@ -15,8 +15,6 @@ the thresholds, takes the Spark path, and the planning event says which ran and 
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,13 +26,12 @@ from pyspark.sql.types import StructType
 
 from headwater import storage
 from headwater.delta.files.arrow_read import FileTask, arrow_schema, read_files
-from headwater.delta.files.stats import file_stats
 from headwater.delta.log import protocol, replay
-from headwater.delta.log.actions import AddFile, encode_path
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
 from headwater.delta.read import change_feed
+from headwater.delta.write.arrow_append import write_file
 from headwater.delta.write.batch import WriteResult
 from headwater.pipelines.refresh import avg_state, snapshots
 from headwater.pipelines.refresh.arrow_combine import (
@@ -300,7 +297,7 @@ def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) ->
     txn = Transaction(log, snapshot, Operation.write("overwrite"))
     txn.read_files([f.path for f in snapshot.files])
     txn.remove_files(replay.removes(snapshot, snapshot.files))
-    add = _write_file(rows, log.root, snapshot.schema) if rows.num_rows else None
+    add = write_file(rows, log.root, snapshot.schema) if rows.num_rows else None
     txn.add_files([add] if add is not None else [])
     txn.metrics = {
         "numFiles": 1 if add is not None else 0,
@@ -340,23 +337,3 @@ def _kept_state(job: ArrowJob, changes: pa.Table, schema: pa.Schema) -> pa.Table
     if state is not None:
         avg_state.write(state, job.state_to)
     return state
-
-
-def _write_file(rows: pa.Table, root: str, schema: StructType) -> AddFile:
-    """``rows`` as one Parquet file at the table's root (not committed: a file no commit
-    names is invisible, and VACUUM removes it)."""
-    rel = f"part-{uuid.uuid4()}.c000.snappy.parquet"
-    fs, inner = storage.filesystem(storage.join(storage.normalize(root), rel))
-    stream = fs.open_output_stream(inner)
-    writer = pq.ParquetWriter(stream, rows.schema, compression="snappy", write_page_checksum=False)
-    writer.write_table(rows)
-    writer.close()
-    size = stream.tell()
-    stream.close()
-    return AddFile(
-        path=encode_path(rel),
-        partition_values={},
-        size=size,
-        modification_time=int(time.time() * 1000),
-        stats=file_stats(writer.writer.metadata, schema),
-    )
