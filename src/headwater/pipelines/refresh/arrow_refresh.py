@@ -243,10 +243,11 @@ def _state_on_driver(
     if any(a.decimal is not None for a in aggregation.averages):
         return "an average of decimals is rounded as Spark's in Spark"
     types = {f.name: f.dataType.simpleString() for f in view.schema.fields}
-    if not all(avg_state.key_type_on_driver(types[k]) for k in aggregation.keys):
-        return "a group key's type may group otherwise in Arrow (the averages' state)"
-    if up_to_bytes <= 0 or avg_state.state_bytes(state[0]) > up_to_bytes:
-        return "the averages' kept state is larger than the driver combines"
+    if not avg_state.on_driver([types[k] for k in aggregation.keys], state[0], up_to_bytes):
+        return (
+            "the averages' kept state is combined in Spark (a key type that may group "
+            "otherwise in Arrow, or a state larger than the driver combines)"
+        )
     return None
 
 
@@ -276,19 +277,17 @@ def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) ->
     snapshot = job.view
     log = DeltaLog(snapshot.root)
     schema = arrow_schema(snapshot.schema)
-    added = partial_groups(changes.filter(pc.is_in(kind, pa.array(ADDED))), job.query, schema)
-    removed = (
-        partial_groups(changes.filter(pc.is_in(kind, pa.array(REMOVED))), job.query, schema)
-        if job.retract
-        else None
-    )
+    new_rows = changes.filter(pc.is_in(kind, pa.array(ADDED)))
+    old_rows = changes.filter(pc.is_in(kind, pa.array(REMOVED))) if job.retract else None
+    added = partial_groups(new_rows, job.query, schema)
+    removed = partial_groups(old_rows, job.query, schema) if old_rows is not None else None
     view = pa.Table.from_batches(
         list(read_files(change_feed.snapshot_tasks(log, snapshot), snapshot.schema)),
         schema=schema,
     )
     rows = combine(view, added, removed, job.aggregation, schema)
     if job.aggregation.averages:
-        state = _kept_state(job, changes, schema)
+        state = _kept_state(job, new_rows, old_rows, schema)
         if state is None or not avg_state.exact(state, job.aggregation.averages):
             return None
         rows = avg_state.with_averages(rows, state, job.aggregation.averages, job.aggregation.keys)
@@ -314,21 +313,17 @@ def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) ->
     )
 
 
-def _kept_state(job: ArrowJob, changes: pa.Table, schema: pa.Schema) -> pa.Table | None:
-    """The averages' state after this change (the recorded one with the added rows'
-    groups added and the removed rows' taken back), written to the job's new path; None
-    when a kept sum passes its type (nothing written)."""
+def _kept_state(
+    job: ArrowJob, added: pa.Table, removed: pa.Table | None, schema: pa.Schema
+) -> pa.Table | None:
+    """The averages' state after this change (the recorded one with the ``added`` rows'
+    groups added and the ``removed`` rows' taken back), written to the job's new path;
+    None when a kept sum passes its type (nothing written)."""
     assert job.state_from is not None and job.state_to is not None
-    kind = changes.column(change_feed.CHANGE_TYPE)
     sources = {m.column: m.argument for m in job.query.measures if m.function == "avg"}
     averages = [(a, sources[a.column] or "") for a in job.aggregation.averages]
-    parts = [
-        avg_state.partial(
-            changes.filter(pc.is_in(kind, pa.array(ADDED))), job.query.keys, averages, schema
-        )
-    ]
-    if job.retract:
-        removed = changes.filter(pc.is_in(kind, pa.array(REMOVED)))
+    parts = [avg_state.partial(added, job.query.keys, averages, schema)]
+    if removed is not None:
         gone = avg_state.partial(removed, job.query.keys, averages, schema)
         parts.append(avg_state.negated(gone, job.aggregation.keys))
     state = avg_state.combined(

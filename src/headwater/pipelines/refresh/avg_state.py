@@ -38,6 +38,15 @@ def key_type_on_driver(simple_string: str) -> bool:
     return simple_string in _KEY_TYPES or simple_string.startswith("decimal(")
 
 
+def on_driver(key_types: Sequence[str], path: str, up_to_bytes: int) -> bool:
+    """Whether the state at ``path`` is combined on the driver: keyed by types (their
+    ``simpleString``) that group in Arrow as in Spark, and its files within
+    ``up_to_bytes`` (0: never)."""
+    if up_to_bytes <= 0 or not all(key_type_on_driver(k) for k in key_types):
+        return False
+    return state_bytes(path) <= up_to_bytes
+
+
 def state_bytes(path: str) -> int:
     """The bytes of the state folder's files."""
     return sum(i.size or 0 for i in storage.list_files(path))

@@ -221,9 +221,7 @@ def _on_driver(spark: SparkSession, path: str, state: DataFrame, aggregation: Ag
     up_to = spark.conf.get(avg_state.ON_DRIVER_UP_TO, None)
     limit = int(up_to) if up_to else avg_state.ON_DRIVER_UP_TO_BYTES
     keys = [state.schema[k].dataType.simpleString() for k in aggregation.keys]
-    if limit <= 0 or not all(avg_state.key_type_on_driver(k) for k in keys):
-        return False
-    return avg_state.state_bytes(path) <= limit
+    return avg_state.on_driver(keys, path, limit)
 
 
 def _negated(state: DataFrame, aggregation: Aggregation) -> DataFrame:
