@@ -15,20 +15,6 @@ import yaml
 
 _ids = itertools.count()
 
-# A bronze streaming table over the landing folder, as most tests' pipelines start.
-RAW_TABLE = """
-from pyspark import pipelines as dp
-
-@dp.table
-def raw():
-    return (
-        spark.readStream.format("cloudFiles")
-        .option("cloudFiles.format", "json")
-        .option("cloudFiles.schemaHints", "id bigint, amount bigint")
-        .load(spark.conf.get("source_dir") + "/orders")
-    )
-"""
-
 
 @dataclass
 class Project:
@@ -90,7 +76,3 @@ def project(tmp_path, spark) -> Project:
     root = tmp_path / "pipeline"
     root.mkdir()
     return Project(root, f"pl_{next(_ids)}_{tmp_path.name[-6:].lower()}".replace("-", "_"), spark)
-
-
-def orders(start: int, n: int, region: str = "eu") -> list[dict]:
-    return [{"id": i, "amount": i * 10, "region": region} for i in range(start, start + n)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from conftest import RAW_TABLE, orders
+from pipeline_rows import RAW_TABLE, orders
 
 PIPELINE = (
     RAW_TABLE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import RAW_TABLE, orders
+from pipeline_rows import RAW_TABLE, orders
 
 PIPELINE = (
     RAW_TABLE

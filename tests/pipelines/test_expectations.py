@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import RAW_TABLE
+from pipeline_rows import RAW_TABLE
 
 from headwater.errors import ExpectationViolationError, PipelineDefinitionError
 from headwater.pipelines.report.page import write_report

@@ -4,7 +4,7 @@ update and after new files land."""
 
 from __future__ import annotations
 
-from conftest import orders
+from pipeline_rows import orders
 
 MEDALLION_DP = """
 from pyspark import pipelines as dp

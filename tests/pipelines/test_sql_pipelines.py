@@ -5,7 +5,7 @@ parser rejects (``CREATE OR REFRESH``, ``STREAM(...)``, ``read_files``/``cloud_f
 from __future__ import annotations
 
 import pytest
-from conftest import RAW_TABLE, orders
+from pipeline_rows import RAW_TABLE, orders
 
 from headwater.errors import PipelineDefinitionError
 

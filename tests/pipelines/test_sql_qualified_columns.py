@@ -5,7 +5,7 @@ in SQL files and in ``spark.sql`` inside Python definitions."""
 
 from __future__ import annotations
 
-from conftest import RAW_TABLE, orders
+from pipeline_rows import RAW_TABLE, orders
 
 from headwater.pipelines.sql_files.queries import parse_query
 

@@ -3,7 +3,7 @@ what depends on them, retries, and materialized views after their inputs on reru
 
 from __future__ import annotations
 
-from conftest import orders
+from pipeline_rows import orders
 
 PIPELINE = """
 from pyspark import pipelines as dp

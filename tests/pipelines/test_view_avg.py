@@ -13,7 +13,7 @@ import random
 
 import pytest
 import view_checks
-from conftest import orders
+from pipeline_rows import orders
 from view_checks import techniques
 
 from headwater import storage

@@ -8,8 +8,8 @@ pipelines, real Delta tables; after every refresh the view equals its query reco
 from __future__ import annotations
 
 import view_checks
-from conftest import RAW_TABLE, orders
 from deltalake import DeltaTable
+from pipeline_rows import RAW_TABLE, orders
 from view_checks import techniques
 
 from headwater.delta.files.change_data import ENABLE

@@ -5,8 +5,8 @@ tables; the view's rows always equal its query's."""
 
 from __future__ import annotations
 
-from conftest import orders
 from deltalake import DeltaTable
+from pipeline_rows import orders
 
 from headwater.pipelines.runner.progress import summary
 

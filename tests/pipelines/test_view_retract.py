@@ -13,7 +13,7 @@ import random
 
 import pytest
 import view_checks
-from conftest import RAW_TABLE, orders
+from pipeline_rows import RAW_TABLE, orders
 from view_checks import techniques
 
 from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
