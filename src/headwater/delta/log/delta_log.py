@@ -513,10 +513,13 @@ class DeltaLog:
         folder names, one listing. delta-rs's table built at its latest only to read the
         number replays the log since its last checkpoint: about 5 ms a call, and a view's
         refresh, a stream's batch and an event log flush each ask. With no commit named,
-        delta-rs is asked, so a missing or refused log fails as it did."""
-        newest = tolerant_log.latest_version(self.log_dir)
-        if newest >= 0:
-            return newest
+        delta-rs is asked, so a missing or refused log fails as it did. On object stores
+        delta-rs stays: it lists from the last checkpoint, where a listing of the whole
+        folder pages through every commit a long log keeps."""
+        if not storage.is_remote(self.log_dir):
+            newest = tolerant_log.latest_version(self.log_dir)
+            if newest >= 0:
+                return newest
         try:
             return DeltaTable(self.root, storage_options=self.storage_options).version()
         except RsDeltaError as e:
