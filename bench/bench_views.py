@@ -6,7 +6,8 @@ Two gold views hold the same aggregate, ``GROUP BY k`` with ``sum(amount)``, ``c
 and ``count(amount)`` (what lets the sum take rows back): ``gold`` with the
 default refresh policy (headwater picks the technique) and ``gold_full`` with
 ``refresh_policy="full"`` (the baseline: what Spark's own pipelines do on every update).
-Measured, each view refreshed alone in its own update, the flow's seconds:
+Measured, each view refreshed alone in its own update, the flow's seconds (each step
+``--repeat`` times, a new 1% each time; the best of each view kept):
 
 * **1% appended** to silver (``GROUP_AGGREGATE``: the new rows aggregated and merged);
 * **no change** (``NO_OP``: nothing read, nothing committed);
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -116,31 +118,48 @@ def run(spark, args: argparse.Namespace, run_dir: Path) -> dict:
     update("silver", "gold", "gold_full")  # the initial load and first refresh, untimed
     results: dict[str, dict] = {}
 
-    def measure(key: str, name: str, expected: str, executor: str | None) -> None:
-        (ours_s, technique, ran) = update("gold")["gold"]
-        (full_s, _, _) = update("gold_full")["gold_full"]
-        check(f"{key}: technique", technique == expected, f"{technique}, not {expected}")
-        check(f"{key}: executor", ran == executor, f"{ran}, not {executor}")
-        same_views(key)
-        ratio = ours_s / full_s
+    def measure(
+        key: str, name: str, expected: str, executor: str | None, change: Callable[[int], None]
+    ) -> None:
+        """The step ``--repeat`` times (``change(i)``, untimed, before each): both views
+        refreshed, each checked; the best time of each kept."""
+        ours, full = [], []
+        for i in range(args.repeat):
+            change(i)
+            (ours_s, technique, ran) = update("gold")["gold"]
+            (full_s, _, _) = update("gold_full")["gold_full"]
+            check(f"{key}: technique", technique == expected, f"{technique}, not {expected}")
+            check(f"{key}: executor", ran == executor, f"{ran}, not {executor}")
+            same_views(key)
+            ours.append(ours_s)
+            full.append(full_s)
+        ratio = min(ours) / min(full)
         goal = TARGET if expected != "FULL_RECOMPUTE" else 1.10
         results[key] = {
             "name": name,
             "technique": technique,
             "executor": ran,
-            "ours_s": ours_s,
-            "native_s": full_s,
+            "ours_s": min(ours),
+            "native_s": min(full),
             "ratio": ratio,
             "target": goal,
             "meets_target": ratio <= goal,
         }
 
-    facts(n, n // 100).write.format("delta").mode("append").saveAsTable("bench_src.facts")
-    update("silver")
-    measure("append", f"1% appended ({n // 100:,} rows to {n:,})", "GROUP_AGGREGATE", "arrow")
-    measure("no_change", "no change", "NO_OP", None)
-    spark.sql("UPDATE bench_views.silver SET amount = amount + 1 WHERE id % 100 = 0")
-    measure("update", "1% updated", "GROUP_AGGREGATE", "arrow")
+    def append(i: int) -> None:
+        facts(n + i * (n // 100), n // 100).write.format("delta").mode("append").saveAsTable(
+            "bench_src.facts"
+        )
+        update("silver")
+
+    def change_one_percent(i: int) -> None:
+        spark.sql("UPDATE bench_views.silver SET amount = amount + 1 WHERE id % 100 = 0")
+
+    measure(
+        "append", f"1% appended ({n // 100:,} rows to {n:,})", "GROUP_AGGREGATE", "arrow", append
+    )
+    measure("no_change", "no change", "NO_OP", None, lambda i: None)
+    measure("update", "1% updated", "GROUP_AGGREGATE", "arrow", change_one_percent)
     no_change = results["no_change"]["ours_s"]
     return {
         "rows": n,

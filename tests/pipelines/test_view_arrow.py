@@ -127,3 +127,80 @@ def test_small_changes_are_refreshed_in_arrow_equal_to_their_recompute(project):
     assert "rows changed, more than the 3 refreshed without Spark" in plan["executor_reason"]
     for view, query in QUERIES.items():
         view_checks.same_rows(project, view, query)
+
+
+BUILT = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+
+@dp.materialized_view
+def totals():
+    with open(spark.conf.get("source_dir") + "/built.txt", "a") as f:
+        f.write("x")  # each time its query is built
+    return spark.read.table("raw").groupBy("region").agg(
+        F.sum("amount").alias("total"), F.count("amount").alias("amounts"),
+        F.count("*").alias("n"),
+    )
+"""
+
+
+def test_a_refresh_that_runs_no_query_builds_none(project):
+    """The graph's analysis builds each query once an update, over stand-ins of its
+    inputs; a refresh that is a NO_OP or a small change aggregated in Arrow plans on that
+    one and builds no other (the query on the real tables lists their files: about half of
+    such a refresh). A refresh that runs the query builds it on the real tables (and plans
+    on it): the first, a recompute, and a change done in Spark, which builds it once more
+    on the new rows."""
+    rnd = random.Random(7)
+    project.source("raw.py", RAW)
+    project.source("views.py", BUILT)
+    built = project.landing / "built.txt"
+    query = "SELECT region, sum(amount) AS total, count(amount) AS amounts, count(*) AS n "
+    query += "FROM {db}.raw GROUP BY region"
+
+    def update(expected: tuple[str, str | None], builds: int) -> None:
+        built.unlink(missing_ok=True)
+        result = project.run()
+        assert result.ok, result.failed()
+        plan = techniques(result)["totals"]
+        assert (plan["chosen"], plan.get("executor")) == expected, plan
+        assert len(built.read_text()) == builds, plan
+        view_checks.same_rows(project, "totals", query)
+
+    project.land("0.json", rows(rnd, 0, 30))
+    update(("FULL_RECOMPUTE", "spark"), 2)
+    update(("NO_OP", None), 1)
+    project.land("1.json", rows(rnd, 100, 5))
+    update(("GROUP_AGGREGATE", "arrow"), 1)
+    project.spark.sql(f"DELETE FROM {project.database}.raw WHERE id IN (3, 101)")
+    update(("GROUP_AGGREGATE", "arrow"), 1)
+    project.spark.conf.set(UP_TO_ROWS, "0")
+    try:
+        project.land("2.json", rows(rnd, 200, 5))
+        update(("GROUP_AGGREGATE", "spark"), 3)  # (planned on the real tables; new rows)
+    finally:
+        project.spark.conf.unset(UP_TO_ROWS)
+
+
+def test_a_stand_in_is_its_input_only_with_the_same_columns():
+    """What the refresh checks before it plans on the analysed query: names, types and
+    nullability at every depth (a column that may hold NULL where the stand-in's may not
+    would change what the plan concludes), not field metadata."""
+    from pyspark.sql.types import ArrayType, LongType, MapType, StringType, StructField
+    from pyspark.sql.types import StructType as T
+
+    from headwater.pipelines.runner.view_refresh import same_columns
+
+    def schema(nullable: bool = True, inner: bool = True, name: str = "a") -> T:
+        nested = T([StructField("x", ArrayType(LongType(), inner))])
+        values = MapType(StringType(), nested, True)
+        return T([StructField(name, LongType(), nullable), StructField("m", values)])
+
+    assert same_columns(schema(), schema())
+    with_metadata = T([StructField("a", LongType(), True, {"comment": "c"}), schema()["m"]])
+    assert same_columns(schema(), with_metadata)
+    assert not same_columns(schema(nullable=False), schema())
+    assert not same_columns(schema(inner=False), schema())
+    assert not same_columns(schema(name="b"), schema())
+    assert not same_columns(T([*schema().fields, StructField("c", LongType())]), schema())

@@ -65,10 +65,12 @@ def read_file(
             "Restore it, or run FSCK/repair on the table to drop the reference."
         ) from e
     parts = dict(task.partition_values)
+    stored = physical or target
+    # A column the target types as a dictionary is read as one (not decoded value by value).
+    dictionary = [p.name for p, f in zip(stored, target, strict=True) if _is_dictionary(f.type)]
     with handle:
-        pf = pq.ParquetFile(handle)
+        pf = pq.ParquetFile(handle, read_dictionary=dictionary or None)
         file_names = set(pf.schema_arrow.names)
-        stored = physical or target
         wanted = [
             p.name
             for p, f in zip(stored, target, strict=True)
@@ -85,6 +87,10 @@ def read_file(
             if physical is not None:
                 batch = _logical(batch, physical, target, parts)
             yield conform(batch, target, parts)
+
+
+def _is_dictionary(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_dictionary(kind))
 
 
 def _logical(

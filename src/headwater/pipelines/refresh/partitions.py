@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import DataFrame
 
 from headwater.delta.log.delta_log import DeltaLog
+from headwater.pipelines.refresh import plan_nodes
 from headwater.pipelines.refresh.partition_plan import Partitioned
 
 CONSTANT_LEAVES = ("LocalRelation", "OneRowRelation", "Range")
@@ -64,10 +65,8 @@ def derive(
     (``input_partitions``) of each input it comes from; or why none is."""
     if not view_partitions:
         return Partitioned(None)
-    known = [
-        (key, d._jdf.queryExecution().analyzed()) for key, frames in reads.items() for d in frames
-    ]
-    root = df._jdf.queryExecution().analyzed()
+    known = [(key, plan_nodes.analysed(d)) for key, frames in reads.items() for d in frames]
+    root = plan_nodes.analysed(df)
     why = None
     for column in view_partitions:
         attribute = next(

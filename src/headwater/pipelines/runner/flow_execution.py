@@ -117,6 +117,23 @@ class FlowExecutor:
         run.after_commit.clear()
         run.gate = BatchGate(self.ctx.stop)
         try:
+            if view:  # (its query is built only if its refresh needs it)
+                run.running([])
+                self.ctx.log.flow_progress(flow.name, af.target, FlowStatus.RUNNING)
+                result = self.refresh_view(
+                    graph,
+                    af,
+                    reads,
+                    versions=versions,
+                    frames=frames,
+                    run=run,
+                    rules=rules,
+                    aside=aside,
+                )
+                if result is None and run.technique == Technique.NO_OP.value:
+                    return
+                self.count_rows(run, result)
+                return
             df = evaluate(flow, reads)
             run.running(
                 [self.ctx.layout.source_state(flow.name, i) for i in range(reads.sources_seen)]
@@ -154,28 +171,11 @@ class FlowExecutor:
                 if run.query is not None:  # (snapshot flows are applied in batch)
                     flow_runs.await_stream(run.query, run, self.ctx.stop, self.batch_done)
                 return
-            if view:
-                result = self.refresh_view(
-                    graph,
-                    af,
-                    df,
-                    versions=versions,
-                    frames=frames,
-                    run=run,
-                    rules=rules,
-                    aside=aside,
-                )
-                if result is None and run.technique == Technique.NO_OP.value:
-                    return
-            else:
-                app_id = f"headwater-pipeline:{self.ctx.log.pipeline_id}:{once_key}"
-                result = flow_runs.append_once(
-                    self.ctx.spark, af, dataset, df, app_id, run=run, rules=rules, quarantine=aside
-                )
-            run.num_output_rows = result.num_rows if result else 0
-            if result is not None and result.version is not None:
-                for count in run.after_commit:
-                    count()
+            app_id = f"headwater-pipeline:{self.ctx.log.pipeline_id}:{once_key}"
+            result = flow_runs.append_once(
+                self.ctx.spark, af, dataset, df, app_id, run=run, rules=rules, quarantine=aside
+            )
+            self.count_rows(run, result)
         except Exception as e:
             found = violation(e, flow.name)
             if found is None:
@@ -184,11 +184,18 @@ class FlowExecutor:
         finally:
             reads.drop_views()
 
+    @staticmethod
+    def count_rows(run: FlowRun, result: flow_runs.WriteResult | None) -> None:
+        run.num_output_rows = result.num_rows if result else 0
+        if result is not None and result.version is not None:
+            for count in run.after_commit:
+                count()
+
     def refresh_view(
         self,
         graph: Graph,
         af: AnalysedFlow,
-        df: DataFrame,
+        reads: PipelineReads,
         *,
         versions: Mapping[str, int | None],
         frames: Mapping[str, list[DataFrame]],
@@ -196,15 +203,23 @@ class FlowExecutor:
         rules: Rules,
         aside: str | None,
     ) -> flow_runs.WriteResult | None:
-        """A materialized view's refresh by the technique its plan chose (logged first)."""
+        """A materialized view's refresh by the technique its plan chose (logged first),
+        planned on the query the graph's analysis kept where that plan needs no other;
+        the query on the real tables (``reads``) is built only when the refresh runs it."""
         flow, dataset = af.flow, graph.datasets[af.target]
+        built: list[DataFrame] = []
+
+        def query() -> DataFrame:
+            if not built:
+                built.append(evaluate(flow, reads))
+            return built[0]
+
         plan, record, changed = view_refresh.plan_view(
             self.ctx.spark,
             af,
             dataset,
-            df,
             versions,
-            frames,
+            lambda: (query(), frames),
             quarantines=aside is not None,
             state_folder=view_avg.state_folder(self.ctx.layout.checkpoint(flow.name)),
         )
@@ -238,7 +253,7 @@ class FlowExecutor:
         if changed is not None and changed.arrow is not None:  # a small change, no Spark job
             done = view_refresh.refresh_in_arrow(self.ctx.spark, af.target, changed.arrow, record)
             if done is None:  # (averages past their bound: the state is written, recompute)
-                return self.recompute_averages(af, dataset, df, run, rules, record)
+                return self.recompute_averages(af, dataset, query(), run, rules, record)
             return done
         if changed is not None:
             # The same query on the changed inputs' added rows (and, to take back, on their
@@ -257,7 +272,7 @@ class FlowExecutor:
                     if plan.kept is not None:
                         kept = view_avg.keep(self.ctx.spark, plan, rows, removed)
                         if not kept.exact:
-                            return self.recompute_averages(af, dataset, df, run, rules, record)
+                            return self.recompute_averages(af, dataset, query(), run, rules, record)
                     rows = view_refresh.signed_groups(rows, removed, plan.aggregation)
                     if kept is not None and plan.kept is not None and plan.merge:
                         rows = view_avg.touched(view_refresh.regrouped(rows, plan.kept), plan, kept)
@@ -291,8 +306,9 @@ class FlowExecutor:
                     append=plan.technique == Technique.APPEND,
                 )
             finally:
-                for reads in opened:
-                    reads.drop_views()
+                for rows_read in opened:
+                    rows_read.drop_views()
+        df = query()
         if plan.kept is not None:
             view_avg.keep_all(self.ctx.spark, df, plan)
         return flow_runs.refresh_view(

@@ -4,19 +4,19 @@ the record the refresh leaves in the view's commit for the next one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
 
 from headwater import api
 from headwater.delta.write.batch import WriteResult
 from headwater.engines.door import TableDoor
 from headwater.pipelines.define.elements import Dataset, RefreshPolicy
-from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
-from headwater.pipelines.refresh import arrow_refresh, avg_state, snapshots
+from headwater.pipelines.graph.analysis import AnalysedFlow, AnalysedQuery, Graph
+from headwater.pipelines.refresh import arrow_refresh, avg_state, plan_nodes, snapshots
 from headwater.pipelines.refresh import inputs as view_inputs
 from headwater.pipelines.refresh.arrow_refresh import ARROW_UP_TO_ROWS
 from headwater.pipelines.refresh.plan import (
@@ -60,8 +60,93 @@ class ChangedRows:
     arrow: arrow_refresh.ArrowJob | None = None  # a small change: refreshed in Arrow instead
 
 
+Planned = tuple[RefreshPlan, str, ChangedRows | None]
+
+
+RealQuery = Callable[[], tuple[DataFrame, Mapping[str, Sequence[DataFrame]]]]
+
+
 @snapshots.scope()
+@plan_nodes.scope()
 def plan_view(
+    spark: SparkSession,
+    af: AnalysedFlow,
+    dataset: Dataset,
+    versions: Mapping[str, int | None],
+    real: RealQuery,
+    *,
+    quarantines: bool = False,
+    state_folder: str | None = None,
+) -> Planned:
+    """The plan of this refresh, what its commit records, and (for the *append* and
+    *group aggregate* techniques) the changed inputs' rows; each table version it reads
+    loaded once and each question about the query's plan asked once (a scope per call). A
+    view with ``avg`` keeps its sums and counts in a new folder under ``state_folder``
+    (:mod:`.view_avg`), named in the record.
+
+    Planned first on the query the graph's analysis kept
+    (:class:`..graph.analysis.AnalysedQuery`: its reads are stand-ins of the inputs): a
+    *no-op* or a *group aggregate* done in Arrow needs no query on the real tables, and
+    ``real`` (the query built on them, with its reads by input) is never called — its
+    reads list the inputs' files, about half of a small refresh. Any other plan, no query
+    kept, or a stand-in without its input's columns at the version read (its schema
+    changed since the definition was analysed): planned on ``real()``."""
+    analysed = af.query
+    if analysed is not None and not quarantines and _stands_in(spark, analysed, versions):
+        planned = _plan(
+            spark,
+            af,
+            dataset,
+            analysed.df,
+            versions,
+            analysed.reads,
+            quarantines=quarantines,
+            state_folder=state_folder,
+        )
+        plan, _, changed = planned
+        if plan.technique == Technique.NO_OP or (changed is not None and changed.arrow is not None):
+            return planned
+    df, frames = real()
+    return _plan(
+        spark, af, dataset, df, versions, frames, quarantines=quarantines, state_folder=state_folder
+    )
+
+
+def _stands_in(
+    spark: SparkSession, analysed: AnalysedQuery, versions: Mapping[str, int | None]
+) -> bool:
+    """Whether the analysed query reads the inputs read now, each stand-in with its
+    input's columns at the version read."""
+    if set(analysed.reads) != set(versions):
+        return False
+    for key, stand_ins in analysed.reads.items():
+        version = versions[key]
+        if version is None:
+            return False
+        stored = snapshots.at(api.table(spark, key).location, version).schema
+        if not all(same_columns(s.schema, stored) for s in stand_ins):
+            return False
+    return True
+
+
+def same_columns(stand_in: StructType, stored: StructType) -> bool:
+    """Whether a stand-in has its input's columns: names, types and nullability at every
+    depth, not metadata (a column that may hold NULL where the stand-in's may not would
+    change what the plan concludes, such as whether a sum can take rows back)."""
+    return _columns(stand_in) == _columns(stored)
+
+
+def _columns(kind: DataType) -> object:
+    if isinstance(kind, StructType):
+        return tuple((f.name, f.nullable, _columns(f.dataType)) for f in kind.fields)
+    if isinstance(kind, ArrayType):
+        return ("array", kind.containsNull, _columns(kind.elementType))
+    if isinstance(kind, MapType):
+        return ("map", _columns(kind.keyType), _columns(kind.valueType), kind.valueContainsNull)
+    return kind.simpleString()
+
+
+def _plan(
     spark: SparkSession,
     af: AnalysedFlow,
     dataset: Dataset,
@@ -69,14 +154,9 @@ def plan_view(
     versions: Mapping[str, int | None],
     frames: Mapping[str, Sequence[DataFrame]],
     *,
-    quarantines: bool = False,
-    state_folder: str | None = None,
-) -> tuple[RefreshPlan, str, ChangedRows | None]:
-    """The plan of this refresh, what its commit records, and (for the *append* and
-    *group aggregate* techniques) the changed inputs' rows; each table version it reads
-    loaded once (:mod:`..refresh.snapshots`, a scope per call). A view with ``avg`` keeps
-    its sums and counts in a new folder under ``state_folder`` (:mod:`.view_avg`), named
-    in the record."""
+    quarantines: bool,
+    state_folder: str | None,
+) -> Planned:
     definition = view_inputs.definition_digest(af.flow, af.schema.json())
     view = api.table(spark, af.target)
     recorded, view_version = (
