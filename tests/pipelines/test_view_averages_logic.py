@@ -187,6 +187,22 @@ def test_the_changed_rows_state_in_arrow_is_sparks_partial_state():
     assert empty.num_rows == 0 and empty.schema == state.schema
 
 
+def test_sums_too_large_for_64_bits_are_summed_exactly_in_decimals():
+    """The state sums in 64-bit integers only while no sum can pass 2**63; past that
+    (and for -2**63, which has no 64-bit magnitude) in decimals: the same exact sums."""
+    import pyarrow as pa
+
+    a = averages.Average("mean", 0)
+    view = pa.schema([("r", pa.string()), ("mean", pa.float64())])
+    for values in ([2**62, 2**62, 2**62, -1], [-(2**63), 5, None, 2**63 - 1], [1, -2, 3, 4]):
+        rows = pa.table({"r": ["x"] * 4, "amount": pa.array(values, pa.int64())})
+        state = avg_state.partial(rows, [("r", "r")], [(a, "amount")], view).to_pylist()[0]
+        present = [v for v in values if v is not None]
+        assert state[a.sum] == Decimal(sum(present)), values
+        assert state[a.magnitude] == Decimal(sum(abs(v) for v in present)), values
+        assert (state[averages.ROWS], state[a.count]) == (4, len(present))
+
+
 def test_averages_from_the_state_match_the_views_groups_null_keys_included():
     import pyarrow as pa
 
