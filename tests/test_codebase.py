@@ -267,3 +267,26 @@ def test_the_path_check_sees_uri_and_log_literals_not_messages(tmp_path):
         "m.py:4 '_delta_log'",
         "m.py:5 '/_delta_log/'",
     ]
+
+
+# The rooms above the engines and what they may not import of an engine (docs/engines.md:
+# they go through headwater.api and headwater.engines.door).
+ABOVE_THE_ENGINES = {"pipelines", "sql", "copyinto", "autoloader", "adapter"}
+ENGINE_INSIDES = {
+    *(f"headwater.delta.{room}" for room in ("log", "read", "write", "files", "dml")),
+    "headwater.delta.maintenance",
+    "headwater.delta.schema",
+    "headwater.engines.delta_spark",
+}
+
+
+def test_the_door_contract_covers_every_room_above_the_engines_with_no_exception():
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11+)
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    door = [c for c in contracts if c["type"] == "forbidden" and "door" in c["name"]]
+    assert len(door) == 1, "one forbidden contract keeps the rooms above the engines out"
+    assert {m.removeprefix("headwater.") for m in door[0]["source_modules"]} == ABOVE_THE_ENGINES
+    assert set(door[0]["forbidden_modules"]) == ENGINE_INSIDES
+    assert "ignore_imports" not in door[0]  # zero exceptions

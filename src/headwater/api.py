@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamReader, StreamingQuery
 from pyspark.sql.types import DataType, StructField, StructType
@@ -39,10 +40,11 @@ from headwater.delta.dml.merge import merge as delta_merge
 from headwater.delta.dml.rewrite import Result as MergeResult
 from headwater.delta.log import clustering
 from headwater.delta.log.commit import Transaction
-from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.delta_log import DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
 from headwater.delta.options import (
     STREAM_READ_OPTIONS,
+    OutputMode,
     SaveMode,
     WriteSpec,
     check_known,
@@ -54,11 +56,13 @@ from headwater.delta.schema.merge_clauses import Clause
 from headwater.delta.tables import DeltaTable
 from headwater.delta.write import alter
 from headwater.delta.write.batch import WriteResult, write
+from headwater.delta.write.convert import convert_to_delta as convert_to_delta_table
 from headwater.delta.write.create import replace_table
-from headwater.delta.write.sink import DeltaStreamSink, OutputMode
-from headwater.engines import delta_spark
-from headwater.engines.door import TableDoor
+from headwater.delta.write.sink import DeltaStreamSink
+from headwater.engines import delta_spark, headwater_writes
+from headwater.engines.door import RecordedAppend, SnapshotView, TableDoor
 from headwater.engines.streams import start_batches
+from headwater.engines.table_log import TableLog
 from headwater.errors import TableAlreadyExistsError, TableNotFoundError
 from headwater.originals import original
 
@@ -91,8 +95,8 @@ class Table:
     entry: TableEntry | None = None
     # A DataFrame's observed metrics (Observation) arrive when it is written here.
     observes_writes: ClassVar[bool] = True
-    # Callers may stage files in headwater's Transaction and commit() it (COPY INTO).
-    commits_staged: ClassVar[bool] = True
+    # Rows held in Arrow are committed without a Spark job (append_arrow, overwrite_arrow).
+    commits_arrow: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
@@ -100,6 +104,10 @@ class Table:
 
     def exists(self) -> bool:
         return DeltaLog(self.location).exists()
+
+    def log(self) -> TableLog:
+        """The table's log (versions, commits, files and their stats), read-only."""
+        return TableLog(self.location)
 
     def delta_table(self) -> DeltaTable:
         """delta-spark's ``DeltaTable`` API on this table (MERGE, UPDATE, history...)."""
@@ -223,12 +231,44 @@ class Table:
         return dml.delete(self.spark, self.location, condition)
 
     def commit(self, txn: Transaction) -> int:
-        """Commit a transaction its caller staged on this table (COPY INTO: data files and
-        their load record in one commit); the version."""
+        """Commit a transaction staged on this table; the version."""
         version = txn.commit()
         if txn.changes_schema:
             self._mirror()
         return version
+
+    def append_arrow(self, rows: pa.Table, schema: StructType) -> WriteResult:
+        """``rows`` appended as one commit: without a Spark job where the table takes such
+        an append (:func:`headwater.engines.headwater_writes.append_arrow`), else written
+        through Spark."""
+        found = headwater_writes.append_arrow(self.location, rows, schema, self.commit)
+        if found is not None:
+            return found
+        return self.write(self.spark.createDataFrame(rows, schema), WriteSpec(mode="append"))
+
+    def overwrite_arrow(
+        self, rows: pa.Table, read: SnapshotView, user_metadata: str | None = None
+    ) -> WriteResult:
+        """The table's rows replaced by ``rows`` in one commit, without a Spark job; a
+        conflict when the table changed since ``read``."""
+        assert isinstance(read, Snapshot)
+        return headwater_writes.overwrite_arrow(rows, read, user_metadata, self.commit)
+
+    def append_recorded(self, df: DataFrame | None, append: RecordedAppend) -> WriteResult:
+        """``df`` and its record in one commit, checked by ``append.requirement``
+        (:func:`headwater.engines.headwater_writes.append_recorded`)."""
+        result = headwater_writes.append_recorded(self.location, df, append, Transaction.commit)
+        if result.created or result.schema_changed:
+            self._mirror()
+        return result
+
+    def optimize(
+        self, where: str | None = None, z_order_by: Sequence[str] = (), full: bool = False
+    ) -> DataFrame:
+        return headwater_writes.optimize(self.spark, self.location, where, list(z_order_by), full)
+
+    def vacuum(self, retention_hours: float | None = None, dry_run: bool = False) -> DataFrame:
+        return headwater_writes.vacuum(self.spark, self.location, retention_hours, dry_run)
 
     # -- table definition ------------------------------------------------------------------
 
@@ -383,3 +423,17 @@ def table_names(spark: SparkSession) -> list[str]:
     if engines.of(spark) == engines.DELTA_SPARK:
         return [t.name for t in spark.catalog.listTables()]
     return [str(e.name) for e in Catalog.of(spark).list_tables()]
+
+
+def convert_to_delta(
+    spark: SparkSession, identifier: str, partitions: str | None = None, statistics: bool = True
+) -> None:
+    """``CONVERT TO DELTA parquet.`/path```: a folder of Parquet files becomes a Delta table
+    in place, on the session's engine (``partitions``: ``"day DATE, ..."``; ``statistics``
+    False: NO STATISTICS)."""
+    if engines.of(spark) == engines.DELTA_SPARK:
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        SparkDeltaTable.convertToDelta(spark, identifier, partitions)
+        return
+    convert_to_delta_table(spark, identifier, partitions, statistics=statistics)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from pyspark.sql.types import (
     ArrayType,
@@ -31,6 +32,9 @@ from pyspark.sql.types import (
 )
 
 from headwater.errors import OptionError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _PRIMITIVES: dict[str, DataType] = {
     "boolean": BooleanType(), "bool": BooleanType(), "tinyint": ByteType(), "byte": ByteType(),
@@ -191,3 +195,28 @@ def parse_columns(text: str) -> list[tuple[list[str], DataType]]:
 
 def parse_schema(text: str) -> StructType:
     return StructType([StructField(".".join(p), t, True) for p, t in parse_columns(text)])
+
+
+D = TypeVar("D", bound=DataType)
+
+
+def as_nullable(dtype: D) -> D:
+    """The same type with every field, element and value nullable (what tables store)."""
+    out: DataType = dtype
+    if isinstance(dtype, StructType):
+        out = StructType(
+            [StructField(f.name, as_nullable(f.dataType), True, f.metadata) for f in dtype]
+        )
+    elif isinstance(dtype, ArrayType):
+        out = ArrayType(as_nullable(dtype.elementType), True)
+    elif isinstance(dtype, MapType):
+        out = MapType(as_nullable(dtype.keyType), as_nullable(dtype.valueType), True)
+    return cast(D, out)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """``schema`` as Arrow batches of it must be typed: timestamps ``timestamp[us, tz=UTC]``
+    (the one spelling Spark takes from Arrow for every session time zone)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")

@@ -49,11 +49,11 @@ HELD = textwrap.dedent(
     """
     import os, sys, time, headwater
     from headwater import pipelines
-    from headwater.pipelines.refresh import arrow_refresh
+    from headwater.engines import headwater_writes
     root, warehouse, moment, marker = sys.argv[1:5]
-    real = arrow_refresh.refresh
+    real = headwater_writes.overwrite_arrow
 
-    def refresh(job, record, commit):
+    def overwrite_arrow(rows, read, user_metadata, commit):
         def held(txn):
             if moment == "before":
                 open(marker, "w").close()
@@ -63,9 +63,9 @@ HELD = textwrap.dedent(
                 open(marker, "w").close()
                 time.sleep(300)
             return version
-        return real(job, record, held)
+        return real(rows, read, user_metadata, held)
 
-    arrow_refresh.refresh = refresh
+    headwater_writes.overwrite_arrow = overwrite_arrow
     spark = headwater.session(master="local[2]", warehouse=warehouse)
     result = pipelines.run(root, spark)
     print("STATE", result.state, flush=True)

@@ -18,8 +18,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from headwater import api, storage
 from headwater.adapter.state import state_of
 from headwater.adapter.writes import refuse_layout
-from headwater.delta.log.delta_log import DeltaLog
-from headwater.delta.write.sink import output_mode, sink_spec
+from headwater.delta.options import output_mode, sink_spec
 from headwater.errors import OptionError
 from headwater.originals import original as spark_method
 from headwater.storage.checkpoints import clear_unwritten_first_batch
@@ -83,7 +82,7 @@ def _start(
         output_mode(mode or state.output_mode),
         sink_spec(opts, parts if parts is not None else state.partition_by),
     )
-    if create and not DeltaLog(target.location).exists():
+    if create and not target.exists():
         spark = writer._df.sparkSession
         target.write(spark.createDataFrame([], writer._df.schema), sink.spec)
     if state.partition_by is not None:

@@ -19,8 +19,7 @@ from pyspark.sql import functions as F
 
 from headwater import api
 from headwater.adapter.state import BuilderState, state_of
-from headwater.delta.options import WriteSpec, save_mode
-from headwater.delta.schema.expressions import condition_text
+from headwater.delta.options import WriteSpec, condition_text, save_mode
 from headwater.errors import (
     OptionError,
     SchemaMismatchError,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from headwater import storage
 from headwater.autoloader.options import CloudFilesOptions
-from headwater.delta.schema.partitions import NULL_PARTITION, unescape
 from headwater.errors import OptionError
+from headwater.storage.partition_dirs import NULL_PARTITION, unescape
 
 
 @dataclass(frozen=True)

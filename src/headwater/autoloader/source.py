@@ -45,8 +45,8 @@ from headwater.autoloader.schema import (
     sample,
 )
 from headwater.autoloader.state import FileState
-from headwater.delta.files.arrow_read import arrow_schema
 from headwater.errors import HeadwaterError, OptionError
+from headwater.sqltypes import arrow_schema
 
 log = logging.getLogger(__name__)
 

@@ -3,23 +3,25 @@
 1. Validate the statement (:mod:`.spec`), load the target (:mod:`.target`), read its load
    record at the table's current version ``v`` (:mod:`.record`), list the source and keep
    the files not loaded yet (:mod:`.plan`).
-2. Executors parse the files into Arrow batches (:mod:`.read`), the SELECT list and the
-   table's schema shape them (:mod:`.transform`), and Spark's native Parquet writer writes
-   them into the table's staging area (:func:`headwater.delta.write.batch.write_files`).
-3. One Delta commit adds the data files *and* records the loaded files in its
-   ``commitInfo``. Before it lands on top of any version after ``v``, the commits in
+2. Executors parse the files into Arrow batches (:mod:`.read`), and the SELECT list and
+   the table's schema shape them (:mod:`.transform`).
+3. The table's door appends the rows and the record as one commit (``append_recorded``).
+   On headwater's engine Spark's native Parquet writer writes them into the table's
+   folder, then one Delta commit adds the data files *and* records the loaded files in
+   its ``commitInfo``. Before it lands on top of any version after ``v``, the commits in
    between are checked for COPY INTOs that loaded any of the same files: if none did (an
    append never conflicts with an append) it commits; if one did, the written files are
    deleted and the load is planned again from the new version, so those files are skipped
    and the rest loaded. No file is loaded twice, concurrently or after a crash, and none is
-   lost: until the commit, neither the data nor the record exists.
+   lost: until the commit, neither the data nor the record exists. On delta-spark the
+   record is the commit's ``userMetadata`` and a transaction id stands for the check
+   (:func:`_commit`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import replace
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -44,14 +46,7 @@ from headwater.copyinto.read import (
 from headwater.copyinto.spec import CopySpec, parse
 from headwater.copyinto.target import Target, resolve
 from headwater.copyinto.transform import shape
-from headwater.delta.files import identity
-from headwater.delta.files.data_files import discard_files, write_files
-from headwater.delta.log.commit import Transaction
-from headwater.delta.log.operations import Operation
-from headwater.delta.options import WriteSpec
-from headwater.delta.schema import table_schema as schemas
-from headwater.delta.write.create import new_metadata
-from headwater.engines.door import is_conflict
+from headwater.engines.door import LoadRecord, RecordedAppend, is_conflict
 from headwater.errors import ConcurrentModificationException
 
 log = logging.getLogger(__name__)
@@ -160,10 +155,7 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
     if out is None and tgt.schemaless:  # not recorded: loaded once a file has columns
         log.warning("COPY INTO %s: no file with columns to take a schema from", tgt.text)
         return _result(spark, 0, len(rs.corrupt))
-    if tgt.door.commits_staged:
-        nrows, corrupt, version = _commit_staged(spec, tgt, plan, out, schema, rs, acc)
-    else:
-        nrows, corrupt, version = _commit_written(spec, tgt, plan, out, schema, rs, acc)
+    nrows, corrupt, version = _commit(spec, tgt, plan, out, schema, rs, acc)
     log.info(
         "COPY INTO %s: %d file(s), %d row(s) at version %s", tgt.text,
         len(plan.files) - len(corrupt), nrows, version,
@@ -171,108 +163,66 @@ def _load(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> D
     return _result(spark, nrows, len(corrupt))
 
 
-def _commit_staged(spec, tgt, plan, out, schema, rs, acc) -> tuple[int, set[str], int | None]:
-    """headwater's engine: files written into the table's staging area, then one commit of
-    their add actions and the record, checked against every commit since the plan."""
-    parts = _resolve(schema, tgt.partition_columns)
-    adds, nrows, nbytes = [], 0, 0
-    marks: dict[str, int] = {}  # identity columns' new high-water marks
-    if out is not None:
-        if tgt.snapshot is None:
-            tgt.log.claim()  # a crash before the first commit must not orphan the location
-        checks = tgt.snapshot.check_constraints if tgt.snapshot is not None else None
-        written = _run(lambda: write_files(out, tgt.root, parts, schema, constraints=checks))
-        adds, nrows, nbytes = written.adds, written.rows, written.bytes
-        marks = written.identity_marks
-    corrupt = set(acc.value) | rs.corrupt
-    loaded = [f for f in plan.files if f.path not in corrupt]
+def _commit(spec, tgt, plan, out, schema, rs, acc) -> tuple[int, set[str], int | None]:
+    """The rows and the load record committed as one, through the table's door
+    (``append_recorded``): on headwater's engine the files are written, then committed with
+    the record in the ``commitInfo``, checked against every commit since the plan
+    (:class:`.record.NotLoadedConcurrently`); on delta-spark through its writer, the record
+    as the commit's ``userMetadata`` with the transaction (``record.APP_ID``, the planned
+    version): a load planned at the same version that committed first makes this one fail
+    or commit nothing. Either way a load that lost is planned again, so no file loads
+    twice."""
     base = storage.filesystem(source_base(spec))[1]
-    txn = Transaction(tgt.log, tgt.snapshot, _operation(spec))
-    if tgt.snapshot is None:
-        txn.update_metadata(new_metadata(schema, parts))
-    elif schema != tgt.snapshot.schema:
-        tgt.snapshot.check_writable(schema_change=True)
-        new_schema = schemas.to_delta_json(schemas.with_declared_not_null(schema))
-        new_schema = identity.schema_string(new_schema, marks)
-        txn.update_metadata(replace(tgt.snapshot.metadata, schema_string=new_schema))
-    elif marks:
-        new_schema = identity.schema_string(tgt.snapshot.metadata.schema_string, marks)
-        txn.update_metadata(replace(tgt.snapshot.metadata, schema_string=new_schema))
-    txn.add_files(adds)
-    txn.metrics = {
-        "numCopiedFiles": len(loaded),
-        "numCopiedBytes": sum(f.size for f in loaded),
-        "numSkippedCorruptFiles": len(corrupt),
-        "numAddedFiles": len(adds),
-        "numOutputRows": nrows,
-        "numOutputBytes": nbytes,
-    }
-    txn.commit_info_extra = {
-        record.RECORD_KEY: record.entry(base, [f.path for f in loaded], corrupt)
-    }
-    if not spec.force:
-        txn.require(record.NotLoadedConcurrently({f.path for f in plan.files}))
-        # The transaction delta-spark's loads carry too (see _commit_written): a delta-spark
-        # load planned at the version this one commits on then fails or is skipped and plans
-        # again, as its writer takes no check of ours.
-        txn.set_app_version(record.APP_ID, tgt.version or 0)
-    try:
-        version = tgt.door.commit(txn)  # the mirror follows
-    except ConcurrentModificationException:
-        discard_files(tgt.root, adds)  # never committed: nobody references them
-        raise
-    return nrows, corrupt, version
 
-
-def _commit_written(spec, tgt, plan, out, schema, rs, acc) -> tuple[int, set[str], int | None]:
-    """An engine with commits of its own (delta-spark): the rows appended through its writer
-    as one commit carrying the record as ``userMetadata`` and the transaction
-    (``record.APP_ID``, the planned version). A load planned at the same version that
-    committed first makes this one fail (delta-spark's ConcurrentTransactionException) or
-    skip (nothing committed): either way it is planned again, so no file loads twice."""
-    if out is not None and spec.ignore_corrupt:
-        # The record must be complete before the write starts: the files the readers skip
-        # as corrupt are known once they were read, so they are read (and kept) first.
-        out = out.persist()
-        _run(out.count)
-    try:
+    def load_record() -> LoadRecord:
         corrupt = set(acc.value) | rs.corrupt
-        loaded = [f.path for f in plan.files if f.path not in corrupt]
-        base = storage.filesystem(source_base(spec))[1]
-        entry = record.entry(base, loaded, corrupt)
-        if out is None:  # every file corrupt: an empty append still records them
-            out = tgt.door.read().limit(0)
-        write = WriteSpec(
-            mode="append",
-            merge_schema=schema != tgt.schema,
-            user_metadata=record.user_metadata(entry),
-            txn=None if spec.force else (record.APP_ID, tgt.version or 0),
+        loaded = [f for f in plan.files if f.path not in corrupt]
+        return LoadRecord(
+            {record.RECORD_KEY: record.entry(base, [f.path for f in loaded], corrupt)},
+            {
+                "numCopiedFiles": len(loaded),
+                "numCopiedBytes": sum(f.size for f in loaded),
+                "numSkippedCorruptFiles": len(corrupt),
+            },
         )
-        try:
-            result = _run(lambda: tgt.door.write(out, write))
-        except Exception as e:
-            if is_conflict(e):
-                raise record.LoadConflictError({f.path for f in plan.files}) from e
-            raise
-        if result.version is None:  # a load planned at the same version committed first
-            raise record.LoadConflictError({f.path for f in plan.files})
-        return result.num_rows, corrupt, result.version
-    finally:
-        if out is not None and out.is_cached:
-            out.unpersist()
 
-
-def _operation(spec: CopySpec) -> Operation:
-    return Operation(
-        record.OPERATION,
-        {
-            "source": spec.source,
-            "fileFormat": spec.format.upper(),
-            "force": str(spec.force).lower(),
-            "mergeSchema": str(spec.merge_schema).lower(),
-            **({"pattern": spec.pattern} if spec.pattern else {}),
-        },
+    files = {f.path for f in plan.files}
+    append = RecordedAppend(
+        operation=record.OPERATION,
+        parameters=_parameters(spec),
+        schema=schema,
+        read=tgt.snapshot,
+        record=load_record,
+        # The transaction every load into a table carries: of two loads planned at one
+        # version, the second fails or commits nothing on delta-spark, whose commit takes
+        # no requirement of ours; headwater's records it too, so either engine's load that
+        # lost such a race plans again.
+        txn=None if spec.force else (record.APP_ID, tgt.version or 0),
+        requirement=None if spec.force else record.NotLoadedConcurrently(files),
+        record_after_read=spec.ignore_corrupt,
     )
+    try:
+        result = _run(lambda: tgt.door.append_recorded(out, append))
+    except record.LoadConflictError:
+        raise
+    except Exception as e:
+        if is_conflict(e):
+            raise record.LoadConflictError(files) from e
+        raise
+    if result.version is None:  # a load planned at the same version committed first
+        raise record.LoadConflictError(files)
+    return result.num_rows, set(acc.value) | rs.corrupt, result.version
+
+
+def _parameters(spec: CopySpec) -> dict[str, str]:
+    """The load's parameters in the table's history."""
+    return {
+        "source": spec.source,
+        "fileFormat": spec.format.upper(),
+        "force": str(spec.force).lower(),
+        "mergeSchema": str(spec.merge_schema).lower(),
+        **({"pattern": spec.pattern} if spec.pattern else {}),
+    }
 
 
 def _validate(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) -> DataFrame:
@@ -306,11 +256,6 @@ def _validate(spark: SparkSession, spec: CopySpec, tgt: Target, plan: FilePlan) 
 
 def _ddl(schema: StructType) -> str:
     return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema)
-
-
-def _resolve(schema: StructType, names: list[str]) -> list[str]:
-    by_lower = {f.name.lower(): f.name for f in schema}
-    return [by_lower.get(n.lower(), n) for n in names]
 
 
 _BAD_DATA = re.compile(r"BadDataError: (.+)")

@@ -35,9 +35,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater.autoloader.discovery import partition_values
-from headwater.delta.schema.table_schema import as_nullable
 from headwater.errors import HeadwaterError
 from headwater.formats import CorruptFileError, FormatOptions, read_file
+from headwater.sqltypes import as_nullable
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from headwater import storage
-from headwater.delta.log.actions import Commit
+from headwater.engines.door import CommitView
 from headwater.errors import ConcurrentModificationException
 
 log = logging.getLogger(__name__)
@@ -195,12 +195,12 @@ def loaded_files(root: str, version: int, table_id: str | None, cache: bool = Tr
 
 class NotLoadedConcurrently:
     """A transaction requirement: no commit that lands before this load's loaded any of
-    its files (see :class:`headwater.delta.log.commit.Requirement`)."""
+    its files (see :class:`headwater.engines.door.Requirement`)."""
 
     def __init__(self, files: set[str]) -> None:
         self.files = files
 
-    def check(self, winner: Commit) -> None:
+    def check(self, winner: CommitView) -> None:
         record = of_commit(winner.info.values) if winner.info is not None else None
         if record is not None:
             overlap = self.files & set(_paths(record))

@@ -24,17 +24,16 @@ from pyspark.sql.types import StructType
 from headwater import api
 from headwater.catalog import TableEntry
 from headwater.catalog.names import delta_path
-from headwater.delta.log.delta_log import DeltaLog, Snapshot
-from headwater.engines.door import TableDoor
-from headwater.errors import TableNotFoundError, UnsupportedFeatureError
+from headwater.engines.door import SnapshotView, TableDoor, TableLog, table_log
+from headwater.errors import TableNotFoundError
 
 
 @dataclass
 class Target:
     text: str  # as the user wrote it
-    log: DeltaLog
+    log: TableLog
     door: TableDoor  # the table on the session's engine: what the load commits through
-    snapshot: Snapshot | None  # None: no Delta log yet (a schemaless named table)
+    snapshot: SnapshotView | None  # None: no Delta log yet (a schemaless named table)
 
     @property
     def root(self) -> str:
@@ -66,7 +65,7 @@ def resolve(spark: SparkSession, target: str) -> Target:
         raise TableNotFoundError("COPY INTO needs a target table: COPY INTO db.table FROM ...")
     path = delta_path(target)
     if path is not None:
-        dlog = DeltaLog(path)
+        dlog = table_log(path)
         if not dlog.exists():
             dlog.require_table_or_empty()  # a directory of other files: say so
             raise TableNotFoundError(
@@ -76,7 +75,7 @@ def resolve(spark: SparkSession, target: str) -> Target:
         return _loaded(target, dlog, api.for_path(spark, path))
     found = api.find(spark, target)
     if found is not None:
-        return _loaded(target, DeltaLog(found.location), found)
+        return _loaded(target, found.log(), found)
     entry = api.schemaless_entry(spark, target)
     if entry is None:
         known = ", ".join(api.table_names(spark))
@@ -86,25 +85,15 @@ def resolve(spark: SparkSession, target: str) -> Target:
             "schemaless table that takes the files' schema with "
             "COPY_OPTIONS('mergeSchema'='true')."
         )
-    dlog = DeltaLog(entry.location)
     door = api.table(spark, target, entry.location)
+    dlog = door.log()
     if dlog.require_table_or_empty():
         return _loaded(target, dlog, door)
     return Target(target, dlog, door, None)
 
 
-def _loaded(text: str, dlog: DeltaLog, door: TableDoor) -> Target:
-    snapshot = dlog.snapshot()
-    if not door.commits_staged:  # the engine's own writer: its rules, its table features
-        return Target(text, dlog, door, snapshot)
-    snapshot.check_writable()
-    if snapshot.physical_schema is not None:
-        raise UnsupportedFeatureError(
-            f"COPY INTO {text}: the table uses column mapping, which COPY INTO does not write "
-            "yet. Load the files with spark.read and append them (df.write.format('delta')"
-            ".mode('append')), which writes such tables."
-        )
-    return Target(text, dlog, door, snapshot)
+def _loaded(text: str, dlog: TableLog, door: TableDoor) -> Target:
+    return Target(text, dlog, door, dlog.snapshot())
 
 
 def create_schemaless_table(
@@ -117,5 +106,5 @@ def create_schemaless_table(
     A name kept by headwater's catalog: on delta-spark, a named error.
     """
     entry = api.create_schemaless(spark, name, location, if_not_exists)
-    DeltaLog(entry.location).require_table_or_empty()  # refuse a directory of other files
+    table_log(entry.location).require_table_or_empty()  # refuse a directory of other files
     return entry

@@ -18,8 +18,9 @@ from pyspark.sql.types import StructType
 
 from headwater.copyinto.spec import CopyIntoError, CopySpec
 from headwater.copyinto.target import Target
-from headwater.delta.schema import table_schema as schemas
+from headwater.engines.door import check_schema_writable, reconcile_schema
 from headwater.errors import SchemaMismatchError
+from headwater.sqltypes import as_nullable
 
 
 def shape(df: DataFrame, spec: CopySpec, target: Target) -> tuple[DataFrame, StructType]:
@@ -37,8 +38,8 @@ def shape(df: DataFrame, spec: CopySpec, target: Target) -> tuple[DataFrame, Str
         df = df.select(*[F.col(_quote(c)) for c in df.columns if c.lower() in keep])
     table = target.schema
     if target.schemaless:
-        schema = schemas.as_nullable(df.schema)
-        schemas.check_writable(schema, [])
+        schema = as_nullable(df.schema)
+        check_schema_writable(schema, [])
         return df, schema
     by_name = {f.name.lower(): f for f in table}
     cols: list[Column] = []
@@ -47,7 +48,7 @@ def shape(df: DataFrame, spec: CopySpec, target: Target) -> tuple[DataFrame, Str
         col = F.col(_quote(f.name))
         if t is None:
             cols.append(col)
-        elif schemas.as_nullable(t.dataType) == schemas.as_nullable(f.dataType) or (
+        elif as_nullable(t.dataType) == as_nullable(f.dataType) or (
             isinstance(t.dataType, StructType) and isinstance(f.dataType, StructType)
         ):
             cols.append(col.alias(t.name))
@@ -55,7 +56,7 @@ def shape(df: DataFrame, spec: CopySpec, target: Target) -> tuple[DataFrame, Str
             cols.append(col.cast(t.dataType).alias(t.name))
     df = df.select(*cols)
     try:
-        schema = schemas.reconcile(table, df.schema, merge=spec.merge_schema).schema
+        schema = reconcile_schema(table, df.schema, merge=spec.merge_schema).schema
     except SchemaMismatchError as e:
         raise SchemaMismatchError(
             f"COPY INTO {target.text}: "

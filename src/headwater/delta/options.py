@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pyspark.sql import Column
+
 from headwater.errors import OptionError
 from headwater.options import as_bool, as_int, split_columns, unknown_option
 
@@ -165,3 +167,35 @@ def with_time_travel(
     if timestamp is not None:
         opts["timestampAsOf"] = str(timestamp)
     return opts
+
+
+OutputMode = Literal["append", "complete"]
+
+
+def output_mode(mode: str | None) -> OutputMode:
+    text = (mode or "append").lower()
+    if text not in ("append", "complete"):
+        raise OptionError(
+            f"Output mode '{mode}' is not supported by the delta sink; use 'append', "
+            "or 'complete' (the table is replaced by the full result each batch)."
+        )
+    return "complete" if text == "complete" else "append"
+
+
+def sink_spec(options: Mapping[str, str], partition_by: list[str] | None) -> WriteSpec:
+    """The write options of ``writeStream.format("delta")`` (``checkpointLocation`` and
+    ``path`` are the stream's own)."""
+    kept = {k: v for k, v in options.items() if k.lower() not in ("checkpointlocation", "path")}
+    return WriteSpec.from_options(kept, "append", partition_by)
+
+
+def condition_text(condition: str | Column | None) -> str | None:
+    """The SQL text of a condition (PySpark shows a Column as ``Column<'...'>``)."""
+    if condition is None:
+        return None
+    if isinstance(condition, str):
+        return condition
+    text = str(condition)
+    if text.startswith("Column<'") and text.endswith("'>"):
+        return text[len("Column<'") : -2]
+    return None

@@ -17,12 +17,14 @@ statement), as it takes ``userMetadata``.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 from pyspark.sql.streaming import DataStreamReader
@@ -30,14 +32,16 @@ from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater.delta.dml.rewrite import Result as MergeResult
 from headwater.delta.log.delta_log import DeltaLog
-from headwater.delta.options import WriteSpec, with_time_travel
+from headwater.delta.options import OutputMode, WriteSpec, with_time_travel
 from headwater.delta.read.batch import read_appended
 from headwater.delta.schema.expressions import ExprLike, as_column
 from headwater.delta.schema.merge_clauses import Clause
 from headwater.delta.write.batch import WriteResult
-from headwater.delta.write.sink import DeltaStreamSink, OutputMode
+from headwater.delta.write.sink import DeltaStreamSink
+from headwater.engines.door import RecordedAppend, SnapshotView
 from headwater.engines.streams import start_batches
-from headwater.errors import EngineUnsupportedError, TableNotFoundError
+from headwater.engines.table_log import TableLog
+from headwater.errors import ConcurrentModificationException, TableNotFoundError
 from headwater.originals import original
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
@@ -57,9 +61,8 @@ class DeltaSparkTable:
     external: bool = False  # created by name at a location the caller chose
     # delta-spark runs a write's query as a nested execution: Observation never hears of it.
     observes_writes: ClassVar[bool] = False
-    # Commits are delta-spark's: COPY INTO writes with a transaction id and its record as
-    # the commit's userMetadata (headwater.copyinto.execute).
-    commits_staged: ClassVar[bool] = False
+    # delta-spark commits only its own writes: rows held in Arrow go through its writer.
+    commits_arrow: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
@@ -71,6 +74,10 @@ class DeltaSparkTable:
 
     def exists(self) -> bool:
         return DeltaLog(self.location).exists()
+
+    def log(self) -> TableLog:
+        """The table's log, read as any Delta reader reads it (versions, commits, files)."""
+        return TableLog(self.location)
 
     def delta_table(self) -> Any:
         """delta-spark's own ``DeltaTable``."""
@@ -204,12 +211,67 @@ class DeltaSparkTable:
             return self._run(lambda: table.delete())
         return self._run(lambda: table.delete(as_column(condition)))
 
-    def commit(self, txn: object) -> int:
-        raise EngineUnsupportedError(
-            f"Committing staged files to {self.name} is headwater's engine's own transaction; "
-            "this session runs delta-spark. Write a DataFrame instead, or build the session "
-            "with headwater.session(delta_engine='headwater')."
-        )
+    def append_arrow(self, rows: pa.Table, schema: StructType) -> WriteResult:
+        """``rows`` appended through delta-spark's writer (a Spark job)."""
+        return self.write(self.spark.createDataFrame(rows, schema), WriteSpec(mode="append"))
+
+    def overwrite_arrow(
+        self, rows: pa.Table, read: SnapshotView, user_metadata: str | None = None
+    ) -> WriteResult:
+        """The rows replaced through delta-spark's writer, after checking that the table is
+        still at the version ``read`` (its writer takes no read version: a commit landing
+        between the check and the write is not seen, so use it for tables one writer owns,
+        as a pipeline owns its views)."""
+        if self._latest() != read.version:
+            raise ConcurrentModificationException(
+                f"{self.name} changed after version {read.version}, which the rows were "
+                "computed from; nothing was written. Run it again."
+            )
+        df = self.spark.createDataFrame(rows, read.schema)
+        return self.write(df, WriteSpec(mode="overwrite", user_metadata=user_metadata))
+
+    def append_recorded(self, df: DataFrame | None, append: RecordedAppend) -> WriteResult:
+        """The rows appended through delta-spark's writer as one commit whose
+        ``userMetadata`` is the record and which carries ``append.txn``: an append planned
+        at the same version that committed first makes this one fail (delta-spark's
+        ``ConcurrentTransactionException``) or commit nothing. delta-spark's commit takes
+        no requirement of ours; where the record depends on reading the rows, they are
+        read (and kept) first, so it is complete before the write starts."""
+        out = df
+        if out is not None and append.record_after_read:
+            out = out.persist()
+            out.count()
+        try:
+            record = append.record()
+            rows = out if out is not None else self.read().limit(0)
+            spec = WriteSpec(
+                mode="append",
+                merge_schema=append.read is None or append.schema != append.read.schema,
+                user_metadata=json.dumps(
+                    dict(record.commit_info), separators=(",", ":"), sort_keys=True
+                ),
+                txn=append.txn,
+            )
+            return self.write(rows, spec)
+        finally:
+            if out is not None and out.is_cached:
+                out.unpersist()
+
+    def optimize(
+        self, where: str | None = None, z_order_by: Sequence[str] = (), full: bool = False
+    ) -> DataFrame:
+        text = f"OPTIMIZE {self._ident}" + (" FULL" if full else "")
+        if where:
+            text += f" WHERE {where}"
+        if z_order_by:
+            text += " ZORDER BY (" + ", ".join(f"`{c}`" for c in z_order_by) + ")"
+        return self._sql(text)
+
+    def vacuum(self, retention_hours: float | None = None, dry_run: bool = False) -> DataFrame:
+        text = f"VACUUM {self._ident}"
+        if retention_hours is not None:
+            text += f" RETAIN {float(retention_hours)} HOURS"
+        return self._sql(text + (" DRY RUN" if dry_run else ""))
 
     # -- table definition ------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from headwater.delta.log.delta_log import DeltaLog
+from headwater.api import convert_to_delta
 from headwater.delta.tables import DeltaTable
-from headwater.delta.write.convert import convert_to_delta
+from headwater.engines.door import table_log
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor
 from headwater.sql.refs import entry_of, resolve
@@ -73,7 +73,7 @@ def describe_table(ctx: Context) -> DataFrame | object:
     if entry is None:
         return PASS
     spark_rows = ctx.orig_sql(ctx.spark, ctx.stmt.text)
-    snapshot = DeltaLog(entry.location).snapshot()
+    snapshot = table_log(entry.location).snapshot()
     if not snapshot.partition_columns:
         return spark_rows
     rows = [tuple(r) for r in spark_rows.collect()]

@@ -19,11 +19,15 @@ from headwater import api, storage
 from headwater.catalog import Catalog
 from headwater.catalog.names import parse as parse_name
 from headwater.catalog.registry import TableEntry
-from headwater.delta.files import column_values, identity
-from headwater.delta.log.delta_log import DeltaLog
-from headwater.delta.log.operations import Operation
 from headwater.delta.options import WriteSpec
 from headwater.delta.tables import DeltaTable
+from headwater.engines.door import (
+    Operation,
+    declare_identity,
+    table_log,
+    with_default,
+    with_generation,
+)
 from headwater.errors import HeadwaterError, TableAlreadyExistsError
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor, TableRef, is_name
@@ -172,6 +176,8 @@ def _columns(ctx: Context, defs: list[exp.Expression]) -> StructType:
         if not isinstance(d, exp.ColumnDef) or d.args.get("kind") is None:
             raise ctx.stmt.error(f"Expected a column definition (name type), got {d.sql(DIALECT)}.")
         nullable, metadata = True, {}
+        generated: str | None = None
+        default: str | None = None
         identity_of: tuple[int, int, bool] | None = None
         for c in d.args.get("constraints") or []:
             kind = c.args.get("kind")
@@ -180,9 +186,9 @@ def _columns(ctx: Context, defs: list[exp.Expression]) -> StructType:
             elif isinstance(kind, exp.CommentColumnConstraint):
                 metadata["comment"] = kind.this.name
             elif isinstance(kind, exp.ComputedColumnConstraint):
-                metadata[column_values.GENERATION] = kind.this.sql("spark")
+                generated = kind.this.sql("spark")
             elif isinstance(kind, exp.DefaultColumnConstraint):
-                metadata[column_values.DEFAULT] = kind.this.sql("spark")
+                default = kind.this.sql("spark")
             elif isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
                 identity_of = (
                     _number(ctx, kind.args.get("start"), 1),
@@ -199,8 +205,12 @@ def _columns(ctx: Context, defs: list[exp.Expression]) -> StructType:
         except ValueError as e:
             raise ctx.stmt.error(f"Column {d.name}: {e}") from e
         field = StructField(d.name, dtype, nullable, metadata)
+        if generated is not None:
+            field = with_generation(field, generated)
+        if default is not None:
+            field = with_default(field, default)
         if identity_of is not None:
-            field = identity.declare(field, *identity_of)
+            field = declare_identity(field, *identity_of)
         fields.append(field)
     return StructType(fields)
 
@@ -227,7 +237,7 @@ def _create_empty(
     if not columns:
         if not spec.ref.parts:
             raise ctx.stmt.error("CREATE TABLE delta.`path` needs columns or AS SELECT.")
-        if spec.location and DeltaLog(spec.location).exists():  # register the table there
+        if spec.location and table_log(spec.location).exists():  # register the table there
             Catalog.of(ctx.spark).create_table(
                 spec.ref.name, None, spec.location, if_not_exists=if_not_exists
             )
@@ -404,10 +414,10 @@ def _set_location(ctx: Context, entry: TableEntry | None, table: api.Table, loca
     only, no Delta commit, as in delta-spark)."""
     if entry is None:
         raise ctx.stmt.error("ALTER TABLE SET LOCATION needs a table name, not a path.")
-    target = DeltaLog(storage.normalize(location))
+    target = table_log(storage.normalize(location))
     if not target.exists():
         raise ctx.stmt.error(f"ALTER TABLE SET LOCATION: no Delta table at {location}.")
-    old, new = DeltaLog(table.location).snapshot().schema, target.snapshot().schema
+    old, new = table.log().snapshot().schema, target.snapshot().schema
     if [(f.name.lower(), f.dataType) for f in old] != [(f.name.lower(), f.dataType) for f in new]:
         raise ctx.stmt.error(
             f"[DELTA_SET_LOCATION_SCHEMA_MISMATCH] The table at {location} has schema "

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot.tokens import TokenType
 
 from headwater import engines
-from headwater.delta.read.filtered import narrow_views
+from headwater.engines.door import narrow_views
 from headwater.errors import ConcurrentModificationException, HeadwaterError
 from headwater.originals import original
 from headwater.sql import conversion, ddl, dml, maintenance

@@ -18,10 +18,9 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from headwater import api
-from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.options import WriteSpec
-from headwater.delta.schema.merge_clauses import Clause
 from headwater.delta.tables import merge_metrics
+from headwater.engines.door import Clause
 from headwater.errors import SchemaMismatchError
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor, TableRef, matching_paren
@@ -122,7 +121,7 @@ def insert(ctx: Context) -> DataFrame | object:
     table = _open(ctx, ref, "INSERT", ref_tok.start)
     start = _insert_query_start(ctx, cur)
     source = ctx.query(start)
-    schema = DeltaLog(table.location).snapshot().schema
+    schema = table.log().snapshot().schema
     try:
         out = _arrange(source, schema, columns, bool(tree.args.get("by_name")))
     except SchemaMismatchError as e:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from sqlglot.tokens import TokenType
 
-from headwater.delta.maintenance import optimize as delta_optimize
-from headwater.delta.maintenance import vacuum_restore as maintenance
+from headwater import api
 from headwater.delta.tables import DeltaTable
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor
@@ -62,7 +61,7 @@ def optimize(ctx: Context) -> DataFrame:
     if cur.accept("ZORDER", "BY"):
         z_order_by = _names(cur)
     cur.expect_end()
-    return delta_optimize.optimize(ctx.spark, table.path, where, z_order_by, full)
+    return api.for_path(ctx.spark, table.path).optimize(where, z_order_by, full)
 
 
 def _names(cur: Cursor) -> list[str]:
@@ -91,7 +90,7 @@ def vacuum(ctx: Context) -> DataFrame:
         cur.expect("HOURS")
     dry_run = cur.accept("DRY", "RUN")
     cur.expect_end()
-    return maintenance.vacuum(ctx.spark, table._path, hours, dry_run=dry_run)
+    return api.for_path(ctx.spark, table.path).vacuum(hours, dry_run)
 
 
 def restore(ctx: Context) -> DataFrame:

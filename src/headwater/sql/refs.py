@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from headwater import storage
 from headwater.catalog import Catalog, TableEntry
-from headwater.delta.log.delta_log import DeltaLog
+from headwater.engines.door import table_log
 from headwater.errors import NotADeltaTableError, TableNotFoundError
 from headwater.sql.cursor import TableRef
 from headwater.sql.text import Statement
@@ -60,7 +60,7 @@ def resolve(spark: SparkSession, ref: TableRef, action: str) -> Resolved:
     ``action`` is what the statement wants to do (``"UPDATE"``), for the message.
     """
     if ref.path is not None:
-        dlog = DeltaLog(ref.path)
+        dlog = table_log(ref.path)
         if dlog.exists():
             return Resolved(ref, dlog.root)
         if storage.is_nonempty_dir(ref.path):

@@ -15,12 +15,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from headwater import storage
 from headwater.delta.schema import column_mapping as mapping
 from headwater.errors import CorruptLogError
+from headwater.sqltypes import arrow_schema
 
 BATCH_ROWS = 65536
 TARGET_PARTITION_BYTES = 128 * 1024 * 1024
@@ -36,10 +36,6 @@ class FileTask:
     selection: tuple[bool, ...] | None = None  # deletion vector: False = deleted row
     # change feed: (change type, or None when the file holds _change_type; version; ms)
     change: tuple[str | None, int, int] | None = None
-
-
-def arrow_schema(schema: StructType) -> pa.Schema:
-    return to_arrow_schema(schema, timezone="UTC")
 
 
 def read_files(

@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 from headwater import storage
 from headwater.delta.files.stats import file_stats
 from headwater.delta.log.actions import AddFile, encode_path
-from headwater.delta.schema.partitions import partition_dir
+from headwater.storage.partition_dirs import partition_dir
 
 _KEY = "__headwater_partition__"  # the row's partition values, as JSON
 _RESULT = "path string, size long, partition_values string, stats string"

@@ -105,8 +105,16 @@ def check_definition(schema: StructType) -> None:
 
 
 def with_generation(field: StructField, expr: str) -> StructField:
+    """``field`` as a generated column (``GENERATED ALWAYS AS (expr)``)."""
     return StructField(
         field.name, field.dataType, field.nullable, {**(field.metadata or {}), GENERATION: expr}
+    )
+
+
+def with_default(field: StructField, expr: str) -> StructField:
+    """``field`` with a default value (``DEFAULT expr``), as Spark's catalog keeps it."""
+    return StructField(
+        field.name, field.dataType, field.nullable, {**(field.metadata or {}), DEFAULT: expr}
     )
 
 

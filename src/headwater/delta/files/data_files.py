@@ -29,7 +29,7 @@ from headwater.delta.files.constraints import checked, raise_if_violated
 from headwater.delta.files.stats import file_stats
 from headwater.delta.log.actions import AddCDCFile, AddFile, decode_path, encode_path
 from headwater.delta.schema import column_mapping as mapping
-from headwater.delta.schema.partitions import parse_partition_dir
+from headwater.storage.partition_dirs import parse_partition_dir
 from headwater.storage.paths import local_path as local_path  # re-exported for callers
 
 STAGING_DIR = "_headwater_staging"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from headwater import storage
 from headwater.delta.log.delta_log import DeltaLog
-from headwater.delta.schema.partitions import partition_dir
 from headwater.errors import OptionError, UnsupportedFeatureError
+from headwater.storage.partition_dirs import partition_dir
 from headwater.storage.paths import hadoop_uri
 
 MANIFEST_DIR = "_symlink_format_manifest"

@@ -41,9 +41,9 @@ from headwater.delta.read import change_feed as cdf
 from headwater.delta.read import native_scan
 from headwater.delta.read.filtered import DeltaFrame
 from headwater.delta.read.source import FILE_COLUMN_OPTION
-from headwater.delta.schema.partitions import NULL_PARTITION, unescape
 from headwater.errors import CorruptLogError
 from headwater.originals import original
+from headwater.storage.partition_dirs import NULL_PARTITION, unescape
 from headwater.storage.paths import file_uri_spellings
 
 # Partition types whose directory text Spark parses back to exactly the logged value.

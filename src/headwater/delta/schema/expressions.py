@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from headwater.delta.options import condition_text
+
 if TYPE_CHECKING:
     from sqlglot import exp
 
@@ -38,18 +40,6 @@ def column_name(key: str) -> str:
     if len(key) > 1 and key.startswith("`") and key.endswith("`"):
         return key[1:-1].replace("``", "`")
     return key
-
-
-def condition_text(condition: str | Column | None) -> str | None:
-    """The SQL text of a condition (PySpark shows a Column as ``Column<'...'>``)."""
-    if condition is None:
-        return None
-    if isinstance(condition, str):
-        return condition
-    text = str(condition)
-    if text.startswith("Column<'") and text.endswith("'>"):
-        return text[len("Column<'") : -2]
-    return None
 
 
 def parse_condition(text: str | None) -> exp.Expr | None:

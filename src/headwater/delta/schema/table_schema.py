@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TypeVar, cast
 
 from deltalake import Schema as DeltaSchema
 from pyspark.sql.types import (
@@ -23,22 +22,7 @@ from pyspark.sql.types import (
 )
 
 from headwater.errors import SchemaMismatchError
-
-D = TypeVar("D", bound=DataType)
-
-
-def as_nullable(dtype: D) -> D:
-    """The same type with every field, element and value nullable (what tables store)."""
-    out: DataType = dtype
-    if isinstance(dtype, StructType):
-        out = StructType(
-            [StructField(f.name, as_nullable(f.dataType), True, f.metadata) for f in dtype]
-        )
-    elif isinstance(dtype, ArrayType):
-        out = ArrayType(as_nullable(dtype.elementType), True)
-    elif isinstance(dtype, MapType):
-        out = MapType(as_nullable(dtype.keyType), as_nullable(dtype.valueType), True)
-    return cast(D, out)
+from headwater.sqltypes import as_nullable
 
 
 def with_declared_not_null(schema: StructType) -> StructType:

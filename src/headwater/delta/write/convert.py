@@ -25,10 +25,10 @@ from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.log.operations import Operation
 from headwater.delta.schema import table_schema as schemas
-from headwater.delta.schema.partitions import parse_partition_dir
 from headwater.delta.write.create import new_metadata
 from headwater.errors import DeltaAnalysisError, UnsupportedFeatureError
 from headwater.sqltypes import parse_schema
+from headwater.storage.partition_dirs import parse_partition_dir
 
 _PARQUET_PATH = re.compile(r"^\s*parquet\s*\.\s*`(?P<path>(?:[^`]|``)+)`\s*$", re.IGNORECASE)
 

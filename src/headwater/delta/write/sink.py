@@ -12,21 +12,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Literal
 
 from pyspark.sql import DataFrame
 
 from headwater import storage
 from headwater.delta.log.operations import Operation
-from headwater.delta.options import WriteSpec
+from headwater.delta.options import OutputMode, WriteSpec
 from headwater.delta.write.batch import WriteResult, write
 from headwater.errors import OptionError
 
 log = logging.getLogger(__name__)
-
-OutputMode = Literal["append", "complete"]
 
 
 def app_id_for(checkpoint_location: str, query_id: str = "") -> str:
@@ -36,16 +33,6 @@ def app_id_for(checkpoint_location: str, query_id: str = "") -> str:
     key = storage.normalize(checkpoint_location) + (f"#{query_id}" if query_id else "")
     digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     return f"headwater-stream-{digest}"
-
-
-def output_mode(mode: str | None) -> OutputMode:
-    text = (mode or "append").lower()
-    if text not in ("append", "complete"):
-        raise OptionError(
-            f"Output mode '{mode}' is not supported by the delta sink; use 'append', "
-            "or 'complete' (the table is replaced by the full result each batch)."
-        )
-    return "complete" if text == "complete" else "append"
 
 
 class DeltaStreamSink:
@@ -112,10 +99,3 @@ class DeltaStreamSink:
             except (OSError, ValueError):
                 self._query_id = ""
         return self._query_id
-
-
-def sink_spec(options: Mapping[str, str], partition_by: list[str] | None) -> WriteSpec:
-    """The write options of ``writeStream.format("delta")`` (``checkpointLocation`` and
-    ``path`` are the stream's own)."""
-    kept = {k: v for k, v in options.items() if k.lower() not in ("checkpointlocation", "path")}
-    return WriteSpec.from_options(kept, "append", partition_by)

@@ -27,8 +27,6 @@ from pyspark.sql.datasource import IsNotNull, LessThan
 from pyspark.sql.types import BooleanType, StructField, StructType, TimestampType
 
 from headwater import api
-from headwater.delta.log.delta_log import DeltaLog
-from headwater.delta.read.pruning import keep_files
 from headwater.pipelines.define.auto_cdc import CdcPlan
 
 STATE_SEQ = "__sequence"
@@ -114,13 +112,14 @@ class CdcState:
             cutoff = datetime.now(timezone.utc) - timedelta(seconds=self.tombstone_seconds)
         except OverflowError:  # a retention longer than the calendar: nothing expires
             return False
-        snapshot = DeltaLog(self.table.location).snapshot()
-        return bool(keep_files(snapshot, [IsNotNull((STATE_AT,)), LessThan((STATE_AT,), cutoff)]))
+        log = self.table.log()
+        deleted = [IsNotNull((STATE_AT,)), LessThan((STATE_AT,), cutoff)]
+        return bool(log.files_matching(log.snapshot(), deleted))
 
     def rows(self) -> DataFrame | None:
         """The state's rows; None when it has none (no deletes yet, a first batch), so the
         batch is not joined with an empty table."""
-        if not DeltaLog(self.table.location).snapshot().files:
+        if not self.table.log().snapshot().files:
             return None
         return self.table.read()
 

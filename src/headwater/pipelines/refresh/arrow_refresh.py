@@ -7,10 +7,11 @@ Arrow (:func:`arrow_query`: one GROUP BY of plain columns of one input, aggregat
 plain columns), the refresh runs on the driver instead (:func:`refresh`): the changed
 rows read from the input's files (appended files, or the change files' old and new
 images) with pyarrow, aggregated and combined with the view's rows
-(:mod:`.arrow_combine`), written as one Parquet file, and committed — the view's new
-contents with the refresh's record (its input versions) — in one Delta commit through
-the same transaction every headwater write commits with. Anything else, or a change above
-the thresholds, takes the Spark path, and the planning event says which ran and why.
+(:mod:`.arrow_combine`), and committed — the view's new contents with the refresh's
+record (its input versions) — in one Delta commit through the view's table door
+(``overwrite_arrow``: on headwater's engine one Parquet file and no Spark job; on
+delta-spark through its writer). Anything else, or a change above the thresholds, takes
+the Spark path, and the planning event says which ran and why.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta.files.arrow_read import FileTask, arrow_schema, read_file, read_files
-from headwater.delta.log import protocol, replay
-from headwater.delta.log.commit import Transaction
-from headwater.delta.log.delta_log import DeltaLog, Snapshot
-from headwater.delta.log.operations import Operation
-from headwater.delta.read import change_feed
-from headwater.delta.write.arrow_append import write_file
-from headwater.delta.write.batch import WriteResult
+from headwater.engines.door import (
+    CHANGE_TYPE,
+    FileTask,
+    SnapshotView,
+    TableDoor,
+    WriteResult,
+    read_arrow,
+    read_arrow_file,
+    table_log,
+)
 from headwater.pipelines.refresh import avg_state, plan_nodes, snapshots
 from headwater.pipelines.refresh.arrow_combine import (
     FUNCTIONS,
@@ -42,6 +45,7 @@ from headwater.pipelines.refresh.arrow_combine import (
     partial_groups,
 )
 from headwater.pipelines.refresh.plan import Aggregation
+from headwater.sqltypes import arrow_schema
 
 # Rows changed (added and removed) up to which the refresh runs in Arrow; the session
 # setting ``UP_TO_ROWS`` changes it (0: always Spark).
@@ -168,7 +172,7 @@ class ArrowJob:
     query: ArrowQuery
     aggregation: Aggregation
     tasks: tuple[FileTask, ...]  # the changed rows' files (inserts, deletes, change files)
-    view: Snapshot  # the view at the version the plan was made on
+    view: SnapshotView  # the view at the version the plan was made on
     input_schema: StructType  # the input's at ``now``
     retract: bool
     # A view with averages: the kept state its record names, and the new one's path
@@ -215,13 +219,10 @@ def small_change(
         return (
             f"the view's {view_bytes:,} bytes are more than the driver reads ({VIEW_UP_TO_BYTES:,})"
         )
-    log = DeltaLog(input_location)
     changed = snapshots.at(input_location, now)
     if changed.configuration.get(mapped, "none") != "none":
         return "the input has column mapping"
-    tasks: list[FileTask] = []
-    for version in range(since + 1, now + 1):
-        tasks += change_feed.version_tasks(log, version, log.commit_actions(version))
+    tasks = table_log(input_location).change_tasks(since, now)
     kinds = {t.change[0] for t in tasks if t.change is not None}
     if not retract and kinds - {"insert"}:
         return "rows were removed without the change feed's images"
@@ -233,7 +234,7 @@ def small_change(
 
 def _state_on_driver(
     aggregation: Aggregation,
-    view: Snapshot,
+    view: SnapshotView,
     state: tuple[str | None, str | None],
     up_to_bytes: int,
 ) -> str | None:
@@ -260,10 +261,11 @@ def _rows(task: FileTask) -> int:
         return int(pq.ParquetFile(f).metadata.num_rows)
 
 
-def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) -> WriteResult | None:
+def refresh(job: ArrowJob, record: str, view_table: TableDoor) -> WriteResult | None:
     """The view's new rows, computed in Arrow and committed with ``record`` in one commit
-    (``commit``: the view's table's commit of a staged transaction). A view with averages
-    has its kept state combined and written first (the record names it); None, with
+    through the view's table (which fails as a conflict when the view changed since the
+    version the plan read). A view with averages has its kept state combined and
+    written first (the record names it); None, with
     nothing committed, when a group's average is past the bound where that state gives
     Spark's (:func:`.avg_state.exact`): the caller recomputes the view."""
     wanted = StructType([f for f in job.input_schema.fields if f.name in job.query.columns])
@@ -272,40 +274,18 @@ def refresh(job: ArrowJob, record: str, commit: Callable[[Transaction], int]) ->
     new_rows, gone = changed_rows(job.tasks, arrow_schema(wanted))
     old_rows = gone if job.retract else None
     snapshot = job.view
-    log = DeltaLog(snapshot.root)
     schema = arrow_schema(snapshot.schema)
     added = partial_groups(new_rows, job.query, schema)
     removed = partial_groups(old_rows, job.query, schema) if old_rows is not None else None
-    view = pa.Table.from_batches(
-        list(read_files(change_feed.snapshot_tasks(log, snapshot), snapshot.schema)),
-        schema=schema,
-    )
+    tasks = table_log(snapshot.root).snapshot_tasks(snapshot)
+    view = pa.Table.from_batches(list(read_arrow(tasks, snapshot.schema)), schema=schema)
     rows = combine(view, added, removed, job.aggregation, schema)
     if job.aggregation.averages:
         state = _kept_state(job, new_rows, old_rows, schema)
         if state is None or not avg_state.exact(state, job.aggregation.averages):
             return None
         rows = avg_state.with_averages(rows, state, job.aggregation.averages, job.aggregation.keys)
-    snapshot.check_writable()
-    protocol.check_writable(snapshot.protocol, snapshot.metadata, log.root, removes=True)
-    txn = Transaction(log, snapshot, Operation.write("overwrite"))
-    txn.read_files([f.path for f in snapshot.files])
-    txn.remove_files(replay.removes(snapshot, snapshot.files))
-    add = write_file(rows, log.root, snapshot.schema) if rows.num_rows else None
-    txn.add_files([add] if add is not None else [])
-    txn.metrics = {
-        "numFiles": 1 if add is not None else 0,
-        "numOutputRows": rows.num_rows,
-        "numOutputBytes": add.size if add is not None else 0,
-    }
-    txn.user_metadata = record
-    version = commit(txn)
-    return WriteResult(
-        version,
-        num_files=1 if add is not None else 0,
-        num_rows=rows.num_rows,
-        num_bytes=add.size if add is not None else 0,
-    )
+    return view_table.overwrite_arrow(rows, snapshot, record)
 
 
 def changed_rows(tasks: Sequence[FileTask], columns: pa.Schema) -> tuple[pa.Table, pa.Table]:
@@ -314,14 +294,14 @@ def changed_rows(tasks: Sequence[FileTask], columns: pa.Schema) -> tuple[pa.Tabl
     its deletion vector) by the kind its task names. Only what the refresh uses is read:
     the change type as a dictionary (decoding its strings cost more than reading the
     values: 200,000 changed rows, 4 ms against 1.5), no commit version or timestamp."""
-    with_kind = pa.schema([*columns, pa.field(change_feed.CHANGE_TYPE, _KIND)])
+    with_kind = pa.schema([*columns, pa.field(CHANGE_TYPE, _KIND)])
     added: list[pa.RecordBatch] = []
     removed: list[pa.RecordBatch] = []
     for task in tasks:
         assert task.change is not None  # (every change-feed task says what it holds)
         kind, plain = task.change[0], replace(task, change=None)
         if kind is None:  # a change file: the change type is a column of it
-            for batch in read_file(plain, with_kind):
+            for batch in read_arrow_file(plain, with_kind):
                 types = batch.column(len(columns))
                 values = batch.select(range(len(columns)))
                 for kinds, into in ((_ADDED, added), (_REMOVED, removed)):
@@ -330,7 +310,7 @@ def changed_rows(tasks: Sequence[FileTask], columns: pa.Schema) -> tuple[pa.Tabl
                         values.filter(pc.is_in(types.dictionary, kinds).take(types.indices))
                     )
         elif kind in ADDED or kind in REMOVED:
-            (added if kind in ADDED else removed).extend(read_file(plain, columns))
+            (added if kind in ADDED else removed).extend(read_arrow_file(plain, columns))
     return (
         pa.Table.from_batches(added, schema=columns),
         pa.Table.from_batches(removed, schema=columns),

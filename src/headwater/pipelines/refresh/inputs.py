@@ -19,10 +19,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from headwater import storage
-from headwater.delta.files import change_data
-from headwater.delta.log.actions import decode_path
-from headwater.delta.log.delta_log import DeltaLog
+from headwater.engines.door import change_feed_enabled, table_log
 from headwater.pipelines.define.elements import Flow
 from headwater.pipelines.refresh import definition, plan_nodes, snapshots
 from headwater.pipelines.refresh.averages import Average, average_of
@@ -111,7 +108,7 @@ def user_metadata(inputs: dict[str, int], definition: str, state: str | None = N
 def last_recorded(location: str) -> tuple[Recorded | None, int | None]:
     """The view's last refresh record (with the version it made) and its latest version;
     (None, None) when there is no table yet."""
-    log = DeltaLog(location)
+    log = table_log(location)
     if not log.exists():
         return None, None
     latest = log.latest_version()
@@ -147,7 +144,7 @@ def data_bytes(location: str, version: int | None = None) -> int | None:
     table)."""
     if version is not None:
         return sum(f.size for f in snapshots.at(location, version).files)
-    log = DeltaLog(location)
+    log = table_log(location)
     return sum(f.size for f in log.snapshot().files) if log.exists() else None
 
 
@@ -158,8 +155,7 @@ def rows_at(location: str, version: int) -> int | None:
 
 
 def latest_version(location: str) -> int | None:
-    log = DeltaLog(location)
-    return log.latest_version() if log.exists() else None
+    return table_log(location).version()
 
 
 @dataclass(frozen=True)
@@ -182,7 +178,7 @@ def change_between(location: str, since: int, now: int) -> InputChange:
         return InputChange(Change.NONE)
     if now < since or now - since > MAX_CLASSIFIED:
         return InputChange(Change.RESET if now < since else Change.UPDATES, None)
-    log = DeltaLog(location)
+    log = table_log(location)
     found = Change.NONE
     added: int | None = 0
     read: int | None = 0
@@ -195,7 +191,7 @@ def change_between(location: str, since: int, now: int) -> InputChange:
                 return InputChange(Change.RESET, None)
             feed = False  # (turned on or off between: not every change is in it)
         else:  # no metadata between: the version refreshed to has the same (loaded anyway)
-            feed = change_data.enabled(snapshots.at(location, now).configuration)
+            feed = change_feed_enabled(snapshots.at(location, now).configuration)
         for _, commit in commits:
             grown: int | None = 0
             for add in commit.adds:
@@ -236,34 +232,6 @@ def rows_rewritten(info: Mapping[str, object]) -> int | None:
     except ValueError:
         return None
     return sum(found) if found else None
-
-
-def change_files(location: str, since: int, now: int) -> list[str] | None:
-    """The change files (``cdc`` actions) that hold every row the commits after ``since``
-    up to ``now`` changed, when each data-changing commit among them wrote some (Delta's
-    rule: a commit's change files, when it has them, are its whole change), for an
-    unpartitioned table without column mapping: Parquet files of the table's columns and
-    ``_change_type`` that Spark reads natively. None otherwise (an append, or a delete of
-    whole files, has none: the change feed's reader derives them from the added and
-    removed files)."""
-    log = DeltaLog(location)
-    if log.snapshot(now).configuration.get("delta.columnMapping.mode", "none") != "none":
-        return None
-    found: list[str] = []
-    for version in range(since + 1, now + 1):
-        actions = log.commit_actions(version)
-        cdc = [a["cdc"] for a in actions if "cdc" in a]
-        if any(c.get("partitionValues") or "://" in c["path"] for c in cdc):
-            return None
-        if cdc:
-            found += [storage.join(location, decode_path(c["path"])) for c in cdc]
-        elif any(
-            kind in a and a[kind].get("dataChange", True)
-            for a in actions
-            for kind in ("add", "remove")
-        ):
-            return None
-    return found
 
 
 def query_facts(df: DataFrame, inputs: Sequence[DataFrame]) -> tuple[bool, tuple[str, ...]]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame
 
-from headwater.delta.log.delta_log import DeltaLog
+from headwater.engines.door import table_log
 from headwater.pipelines.refresh import plan_nodes
 from headwater.pipelines.refresh.partition_plan import Partitioned
 
@@ -229,7 +229,7 @@ def _seq(seq: object) -> list:
 
 
 def partition_columns(location: str) -> list[str]:
-    log = DeltaLog(location)
+    log = table_log(location)
     return log.snapshot().partition_columns if log.exists() else []
 
 
@@ -237,7 +237,7 @@ def touched(location: str, since: int, now: int, column: str) -> frozenset[str |
     """The values of the partition column ``column`` (as logged; None for NULL) that the
     data-changing commits after ``since`` up to ``now`` added or removed files in; or why
     they cannot be read from the log."""
-    log = DeltaLog(location)
+    log = table_log(location)
     try:
         before, after = log.snapshot(since), log.snapshot(now)
     except Exception:  # history cleaned up (the plan recomputes on a reset anyway)
@@ -271,7 +271,7 @@ def rows_in(
     count in its stats)."""
     import pyarrow as pa
 
-    actions = DeltaLog(location).snapshot(version).add_actions
+    actions = table_log(location).snapshot(version).add_actions
     counts = actions.column("num_records").to_pylist()
     if any(n is None for n in counts):
         return None, None

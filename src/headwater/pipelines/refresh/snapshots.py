@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from headwater.delta.log.delta_log import DeltaLog, Snapshot
+from headwater.engines.door import SnapshotView, table_log
 
-_loaded: ContextVar[dict[tuple[str, int], Snapshot] | None] = ContextVar(
+_loaded: ContextVar[dict[tuple[str, int], SnapshotView] | None] = ContextVar(
     "headwater_refresh_snapshots", default=None
 )
 
@@ -31,12 +31,12 @@ def scope() -> Iterator[None]:
         _loaded.reset(token)
 
 
-def at(location: str, version: int) -> Snapshot:
+def at(location: str, version: int) -> SnapshotView:
     """The table at ``location`` at ``version`` (loaded once within a :func:`scope`)."""
     loaded = _loaded.get()
     if loaded is None:
-        return DeltaLog(location).snapshot(version)
+        return table_log(location).snapshot(version)
     key = (location, int(version))
     if key not in loaded:
-        loaded[key] = DeltaLog(location).snapshot(version)
+        loaded[key] = table_log(location).snapshot(version)
     return loaded[key]

@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headwater import api
-from headwater.delta.files import change_data
-from headwater.delta.files.change_data import ENABLE
-from headwater.delta.log.delta_log import DeltaLog
+from headwater.engines.door import CHANGE_FEED as ENABLE
+from headwater.engines.door import change_feed_enabled
 from headwater.pipelines.graph.analysis import Graph
 from headwater.pipelines.runner.context import UpdateContext
 
@@ -62,7 +61,7 @@ def turn_on(ctx: UpdateContext, keys: set[str]) -> None:
         table = api.table(ctx.spark, key)
         if not table.exists():
             continue
-        if change_data.enabled(DeltaLog(table.location).snapshot().configuration):
+        if change_feed_enabled(table.log().snapshot().configuration):
             continue
         table.set_properties({ENABLE: "true"})
         ctx.log.event(

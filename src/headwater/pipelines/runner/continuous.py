@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 
 from headwater import api
-from headwater.delta.log.delta_log import DeltaLog
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.runner.context import UpdateContext
 
@@ -80,4 +79,5 @@ def run_continuous(
 
 def _version(ctx: UpdateContext, key: str) -> int:
     table = api.table(ctx.spark, key)
-    return DeltaLog(table.location).latest_version() if table.exists() else -1
+    found = table.log().version()
+    return -1 if found is None else found

@@ -21,10 +21,6 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from headwater import api
-from headwater.delta.files.arrow_read import arrow_schema
-from headwater.delta.log.delta_log import DeltaLog
-from headwater.delta.options import WriteSpec
-from headwater.delta.write import arrow_append
 from headwater.event_log_format import (
     SCHEMA,
     DataQuality,
@@ -32,6 +28,7 @@ from headwater.event_log_format import (
     FlowStatus,
     details_json,
 )
+from headwater.sqltypes import arrow_schema
 
 Level = Literal["INFO", "WARN", "ERROR", "METRICS"]
 ARROW_SCHEMA = arrow_schema(SCHEMA)
@@ -126,26 +123,11 @@ class EventLog:
             table = api.table(self.spark, self.table_name, location=self.path)
         else:
             table = api.for_path(self.spark, self.path)
-        if table.commits_staged and self._append_in_arrow(table, rows):
-            return len(rows)
-        table.write(self.spark.createDataFrame(rows, SCHEMA), WriteSpec(mode="append"))
-        return len(rows)
-
-    def _append_in_arrow(self, table: api.TableDoor, rows: list[tuple]) -> bool:
-        """The rows appended without a Spark job (:mod:`headwater.delta.write.arrow_append`;
-        a Spark write cost each flush about 0.2 s), when the table exists and takes such
-        an append; False: nothing written, the caller writes through Spark."""
-        log = DeltaLog(table.location)
-        if not log.exists():
-            return False  # (created by the first, Spark, write)
-        snapshot = log.snapshot()
-        if arrow_append.why_not(snapshot, SCHEMA) is not None:
-            return False
         named = [dict(zip(SCHEMA.names, row, strict=True)) for row in rows]
-        arrow_append.append(
-            log, snapshot, pa.Table.from_pylist(named, schema=ARROW_SCHEMA), table.commit
-        )
-        return True
+        # (no Spark job where the engine takes the rows as they are: a Spark write of a
+        # flush cost about 0.2 s, every flush of every update)
+        table.append_arrow(pa.Table.from_pylist(named, schema=ARROW_SCHEMA), SCHEMA)
+        return len(rows)
 
     # -- the event types ---------------------------------------------------------------------
 

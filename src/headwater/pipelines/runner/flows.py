@@ -24,8 +24,7 @@ from pyspark.sql.streaming import StreamingQuery
 from headwater import api
 from headwater.autoloader import backlog
 from headwater.delta.options import WriteSpec
-from headwater.delta.write.batch import WriteResult
-from headwater.delta.write.sink import DeltaStreamSink
+from headwater.engines.door import DeltaStreamSink, WriteResult
 from headwater.event_log_format import FlowStatus
 from headwater.pipelines.cdc.apply import CdcApplier
 from headwater.pipelines.cdc.snapshots import SnapshotApplier

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DataType
 
 from headwater import api
-from headwater.delta.write.batch import WriteResult
+from headwater.engines.door import WriteResult
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow
 from headwater.pipelines.refresh import partitions

@@ -12,8 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
 
 from headwater import api
-from headwater.delta.write.batch import WriteResult
-from headwater.engines.door import TableDoor
+from headwater.engines.door import TableDoor, WriteResult
 from headwater.pipelines.define.elements import Dataset, RefreshPolicy
 from headwater.pipelines.graph.analysis import AnalysedFlow, AnalysedQuery, Graph
 from headwater.pipelines.refresh import arrow_refresh, avg_state, plan_nodes, snapshots
@@ -286,8 +285,6 @@ def _arrow_job(
     """The group aggregate's refresh in Arrow on the driver, or why it runs in Spark."""
     assert plan.aggregation is not None and plan.view_version is not None
     view = api.table(spark, af.target)
-    if not view.commits_staged:
-        return "the table engine commits only its own writes"
     query = arrow_refresh.arrow_query(df, frames)
     if isinstance(query, str):
         return query
@@ -317,7 +314,7 @@ def refresh_in_arrow(
 ) -> WriteResult | None:
     """The Arrow refresh's one commit, through the view's table (None: averages past
     their bound, nothing committed; the view is to be recomputed)."""
-    return arrow_refresh.refresh(job, record, api.table(spark, target).commit)
+    return arrow_refresh.refresh(job, record, api.table(spark, target))
 
 
 def _change_feed(spark: SparkSession, table: TableDoor, since: int, now: int) -> DataFrame:
@@ -326,7 +323,7 @@ def _change_feed(spark: SparkSession, table: TableDoor, since: int, now: int) ->
     DELETE or MERGE each wrote some), else the ``delta`` reader's feed, which also derives
     changes from added and removed files (in Python workers: slower, and the first
     read in a session starts them)."""
-    files = view_inputs.change_files(table.location, since, now)
+    files = table.log().change_files(since, now)
     if not files:
         options = {"startingVersion": str(since + 1), "endingVersion": str(now)}
         return table.read(options={"readChangeFeed": "true", **options})
