@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import os
 
+import pyarrow as pa
 import pytest
 
 import headwater
 from headwater import api, engines
 from headwater.autoloader import run_with_schema_evolution
 from headwater.engines.delta_spark import DeltaSparkTable
-from headwater.errors import EngineUnsupportedError
+from headwater.errors import ConcurrentModificationException, EngineUnsupportedError
 
 
 def _plan(df) -> str:
@@ -84,8 +85,20 @@ def test_the_door_writes_merges_and_reads_through_delta_spark(spark, tmp_path):
     assert rows == [(1, "a"), (2, "B"), (3, "c")]
     info = spark.sql(f"DESCRIBE HISTORY delta.`{table.location}`").first()
     assert info["operation"] == "MERGE" and info["userMetadata"] == "from the door"
-    with pytest.raises(EngineUnsupportedError, match="delta_engine='headwater'"):
-        table.commit(object())
+
+    # rows the driver holds: appended, and replaced against the version they were read at
+    schema = table.log().snapshot().schema
+    assert not table.commits_arrow  # (they go through delta-spark's writer)
+    added = table.append_arrow(pa.table({"id": pa.array([4], pa.int32()), "v": ["d"]}), schema)
+    assert added.version == 2 and added.num_rows == 1
+    read = table.log().snapshot()
+    rows = pa.table({"id": pa.array([9], pa.int32()), "v": ["z"]})
+    replaced = table.overwrite_arrow(rows, read, "replaced")
+    assert replaced.version == 3 and [tuple(r) for r in table.read().collect()] == [(9, "z")]
+    assert table.log().commit_info(3)["userMetadata"] == "replaced"
+    with pytest.raises(ConcurrentModificationException, match="changed after version 2"):
+        table.overwrite_arrow(rows, read)  # the table moved on since: nothing written
+    assert table.log().version() == 3
 
 
 def _land(folder, name, rows):
