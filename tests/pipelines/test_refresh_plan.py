@@ -216,13 +216,18 @@ UPDATED = replace(
 )
 
 
-def test_updates_are_taken_back_only_through_a_change_feed_and_retracting_aggregates():
+def test_updates_are_taken_back_through_a_change_feed_or_the_files_and_retracting_aggregates():
     plan = plan_refresh("db.gold", UPDATED)
     assert plan.technique == Technique.GROUP_AGGREGATE and plan.retract
     assert "change data feed has them" in plan.reason
+    derived = plan_refresh(
+        "db.gold", replace(UPDATED, change_feed=frozenset(), derived=frozenset({"db.silver"}))
+    )
+    assert derived.technique == Technique.GROUP_AGGREGATE and derived.retract
+    assert "the files its commits removed and added have them" in derived.reason
     unfed = plan_refresh("db.gold", replace(UPDATED, change_feed=frozenset()))
     assert unfed.technique == Technique.FULL_RECOMPUTE
-    assert "'db.silver' has no change data feed" in unfed.reason
+    assert "the rows removed from 'db.silver' cannot be read back" in unfed.reason
     lossy = Aggregation(("k",), {"m": Combine.LEAST}, None, "n", {}, "min/max ('m') cannot")
     kept = plan_refresh("db.gold", replace(UPDATED, shape=Shape("agg", (), lossy)))
     assert kept.technique == Technique.FULL_RECOMPUTE and "min/max ('m')" in kept.reason

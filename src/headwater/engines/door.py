@@ -75,6 +75,7 @@ from headwater.engines.table_log import (
     change_feed_enabled,
     read_arrow,
     read_arrow_file,
+    read_changes,
 )
 
 __all__ = [
@@ -108,6 +109,7 @@ __all__ = [
     "narrow_views",
     "read_arrow",
     "read_arrow_file",
+    "read_changes",
     "reconcile_schema",
     "table_log",
     "with_default",

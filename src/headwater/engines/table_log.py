@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import Filter
 from pyspark.sql.types import StructType
 
@@ -123,9 +124,74 @@ class TableLog:
             tasks += change_feed.version_tasks(self._log, version, actions)
         return tasks
 
+    def derivable_rows(self, since: int, now: int) -> int | None:
+        """The rows :func:`read_changes` reads for the commits after ``since`` up to
+        ``now``, by the log's statistics and deletion vectors, without reading a data
+        file; None when it cannot read them back: a file a commit removed is gone (VACUUM
+        deleted it), or a file's row count is not logged."""
+        counts: dict[str, int | None] = {}
+        total = 0
+        for task in self.change_tasks(since, now):
+            removed = task.change is not None and task.change[0] == "delete"
+            if removed and not storage.exists(task.path):
+                return None
+            if task.selection is not None:
+                total += sum(task.selection)
+                continue
+            if task.change is not None and task.change[0] is None:
+                return None  # a cdc file: its rows are counted nowhere in the log
+            if not counts:
+                counts = self._record_counts(since, now)
+            n = counts.get(task.path)
+            if n is None:
+                return None
+            total += n
+        return total
+
+    def _record_counts(self, since: int, now: int) -> dict[str, int | None]:
+        """Each data file's row count, by its absolute path, as the versions from ``since``
+        to ``now`` log it (a removed file was live at ``since`` or added after it)."""
+        counts: dict[str, int | None] = {}
+        snapshot = self._log.snapshot(since)
+        paths = snapshot.add_actions.column("path").to_pylist()
+        rows = snapshot.add_actions.column("num_records").to_pylist()
+        for path, n in zip(paths, rows, strict=True):
+            counts[storage.join(self.root, decode_path(path))] = n
+        for version in range(since + 1, now + 1):
+            for add in self._log.read_commit(version).adds:
+                counts[storage.join(self.root, add.relative_path)] = add.num_records
+        return counts
+
     def snapshot_tasks(self, snapshot: SnapshotView) -> list[FileTask]:
         """The files of ``snapshot``'s rows, with their deletion vectors."""
         return change_feed.snapshot_tasks(self._log, _own(snapshot))
+
+
+def read_changes(spark: SparkSession, log: TableLog, since: int, now: int) -> DataFrame:
+    """The rows the commits after ``since`` up to ``now`` changed, in the table's columns
+    at ``now`` with the change data feed's ``_change_type``, ``_commit_version`` and
+    ``_commit_timestamp``: the change files where a commit wrote them, else derived from
+    its actions, as delta-spark derives them (a file removed or added whole deletes or
+    inserts its live rows; a file whose deletion vector changed, the rows between the
+    two). So any Delta table's updates and deletes can be read back, with its feed on or
+    not, on either engine: the files are read with pyarrow on the executors (Arrow
+    batches), whatever the store."""
+    tasks = log.change_tasks(since, now)
+    snapshot = _own(log.snapshot(now))
+    schema = change_feed.cdf_schema(snapshot.schema)
+    physical = snapshot.physical_schema
+    mapped = change_feed.cdf_schema(physical) if physical is not None else None
+    slots = max(1, min(len(tasks), spark.sparkContext.defaultParallelism))
+    groups: list[list[FileTask]] = [[] for _ in range(slots)]
+    for i, task in enumerate(sorted(tasks, key=lambda t: -t.size)):
+        groups[i % slots].append(task)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for slot in batch.column(0).to_pylist():
+                yield from change_feed.read_changes(groups[slot], schema, mapped)
+
+    return spark.range(slots, numPartitions=slots).mapInArrow(run, schema)
 
 
 def _own(snapshot: SnapshotView) -> Snapshot:

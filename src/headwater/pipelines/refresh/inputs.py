@@ -168,12 +168,17 @@ class InputChange:
     # The rows a take-back reads: appended rows, and for commits that removed rows the
     # images their metrics count (an updated row twice: old and new); None: not known.
     rows_changed: int | None = 0
+    # Without the feed: the removed and added rows are read back from the files the
+    # commits removed and added (and their deletion vectors); rows_changed counts those.
+    derived: bool = False
 
 
 def change_between(location: str, since: int, now: int) -> InputChange:
     """How an input changed from version ``since`` to ``now``, by its commits' actions,
     each commit read once: the kind of change, the rows added (by the files' stats), and
-    whether its change data feed was on throughout (then it has every removed row)."""
+    whether its change data feed was on throughout (then it has every removed row) or,
+    where not, whether the removed rows can be read back from the files the commits
+    removed (still there: not vacuumed), and how many rows that reads."""
     if now == since:
         return InputChange(Change.NONE)
     if now < since or now - since > MAX_CLASSIFIED:
@@ -206,6 +211,11 @@ def change_between(location: str, since: int, now: int) -> InputChange:
             read = None if read is None or grown is None else read + grown
     except Exception:  # history no longer readable (cleaned up): start over
         return InputChange(Change.RESET, None)
+    if found == Change.UPDATES and not feed:
+        # Every commit's removed and added files say what it changed: whole files (a
+        # copy-on-write rewrite: more rows than changed) or deletion vectors' positions.
+        rows = log.derivable_rows(since, now)
+        return InputChange(found, added, False, rows, derived=rows is not None)
     return InputChange(found, added, feed, read)
 
 

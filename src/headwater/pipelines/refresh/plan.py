@@ -138,6 +138,9 @@ class Facts:
     rows_changed: int | None = None
     # Inputs whose change data feed holds every row changed since the recorded version.
     change_feed: frozenset[str] = frozenset()
+    # Inputs without it whose removed and added rows are read back from the files their
+    # commits removed and added (still there) and their deletion vectors.
+    derived: frozenset[str] = frozenset()
     state_readable: bool = True  # the recorded averages' state is still there
     # The view's partitions against its inputs' (partition overwrite; None: not analysed).
     partitioned: Partitioned | None = None
@@ -410,12 +413,21 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
         else "in one rewrite of the view, smaller than a MERGE's fixed cost"
     )
     if updated:
+        fed = [k for k in updated if k in facts.change_feed]
+        source = (
+            "its change data feed has them"
+            if len(fed) == len(updated)
+            else "the files its commits removed and added have them"
+            if not fed
+            else f"the change data feed of {_names(fed)} and the files the others' commits "
+            "removed and added have them"
+        )
         return Considered(
             Technique.GROUP_AGGREGATE,
             True,
-            f"rows of {_names(updated)} were updated or deleted and its change data feed has "
-            f"them: the removed rows' aggregates ({kinds}) are taken back from their groups "
-            f"and the added rows' added, {how}; groups left with no row are deleted",
+            f"rows of {_names(updated)} were updated or deleted and {source}: the removed "
+            f"rows' aggregates ({kinds}) are taken back from their groups and the added "
+            f"rows' added, {how}; groups left with no row are deleted",
         )
     return Considered(
         Technique.GROUP_AGGREGATE,
@@ -428,11 +440,11 @@ def _group_aggregate(facts: Facts, initializing: str | None) -> Considered:
 def _unretractable(facts: Facts, updated: list[str], aggregate: Aggregation) -> str | None:
     """Why the rows removed from ``updated`` cannot be taken back from the view's groups,
     if they cannot: their change feed does not have them, or an aggregate cannot lose rows."""
-    unfed = [k for k in updated if k not in facts.change_feed]
-    if unfed:
+    unread = [k for k in updated if k not in facts.change_feed and k not in facts.derived]
+    if unread:
         return (
-            f"{_names(unfed)} has no change data feed over the changes (table property "
-            "delta.enableChangeDataFeed = true) to take removed rows back"
+            f"the rows removed from {_names(unread)} cannot be read back: no change data "
+            "feed has them and a file its commits removed is gone (VACUUM) or counts no rows"
         )
     return aggregate.not_retractable
 

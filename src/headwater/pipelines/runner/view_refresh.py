@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StringType, StructField, StructType
 
 from headwater import api
-from headwater.engines.door import TableDoor, WriteResult
+from headwater.engines.door import TableDoor, WriteResult, read_changes
 from headwater.pipelines.define.elements import Dataset, RefreshPolicy
 from headwater.pipelines.graph.analysis import AnalysedFlow, AnalysedQuery, Graph
 from headwater.pipelines.refresh import arrow_refresh, avg_state, plan_nodes, snapshots
@@ -189,6 +189,7 @@ def _plan(
             else None
         ),
         change_feed=frozenset(k for k, f in found.items() if f.change_feed),
+        derived=frozenset(k for k, f in found.items() if f.derived),
     )
     kept = _kept(facts.shape.aggregate, dataset, quarantines, state_folder)
     if kept is not None and state_folder is not None:
@@ -231,7 +232,7 @@ def _plan(
             continue
         table, since, now = api.table(spark, key), recorded.inputs[key], versions[key]
         assert now is not None
-        if change == Change.UPDATES:  # (only planned where the change feed has them)
+        if change == Change.UPDATES:  # (planned where the feed or the files have them)
             added, removed = _changed_rows(_change_feed(spark, table, since, now))
         else:
             appended = table.read_appended(since, now)
@@ -318,15 +319,15 @@ def refresh_in_arrow(
 
 
 def _change_feed(spark: SparkSession, table: TableDoor, since: int, now: int) -> DataFrame:
-    """The change data feed of the commits after ``since`` up to ``now``: their change
-    files read by Spark's own Parquet scan when they hold the whole change (an UPDATE,
-    DELETE or MERGE each wrote some), else the ``delta`` reader's feed, which also derives
-    changes from added and removed files (in Python workers: slower, and the first
-    read in a session starts them)."""
-    files = table.log().change_files(since, now)
+    """The rows the commits after ``since`` up to ``now`` changed: their change files read
+    by Spark's own Parquet scan when they hold the whole change (an UPDATE, DELETE or
+    MERGE each wrote some), else read by the door from the change files and the files the
+    commits removed and added (:func:`headwater.engines.door.read_changes`: with the
+    table's change data feed on or not, on either engine; in Python workers, slower)."""
+    log = table.log()
+    files = log.change_files(since, now)
     if not files:
-        options = {"startingVersion": str(since + 1), "endingVersion": str(now)}
-        return table.read(options={"readChangeFeed": "true", **options})
+        return read_changes(spark, log, since, now)
     schema = table.read(version=now).schema
     kind = StructField(CHANGE_TYPE, StringType(), True)
     return spark.read.schema(StructType([*schema.fields, kind])).parquet(*files)
