@@ -85,11 +85,13 @@ def test_the_users_setting_stands_and_the_feed_is_turned_on_when_it_goes(project
     assert feed_setting(project, "raw") == "true"
     assert techniques(result)["counted"]["chosen"] == "NO_OP"  # (a commit without data)
     # The view's record is from before the feed began: its next change is read from the
-    # files (here: recomputed, cheaper), the ones after that from the feed and taken back.
-    plan = changed_and_refreshed(project)
-    assert plan["chosen"] == "FULL_RECOMPUTE" and "a recompute reads" in plan["reason"]
+    # commits' files (their change files now hold the changed rows), the ones after that
+    # from the feed; both are taken back.
     plan = changed_and_refreshed(project)
     assert plan["chosen"] == "GROUP_AGGREGATE", plan
+    assert "the files its commits removed and added have them" in plan["reason"], plan
+    plan = changed_and_refreshed(project)
+    assert plan["chosen"] == "GROUP_AGGREGATE" and "change data feed has them" in plan["reason"]
     assert techniques(project.run())["counted"]["chosen"] == "NO_OP"
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import Filter
 from pyspark.sql.types import StructType
@@ -139,7 +140,8 @@ class TableLog:
                 total += sum(task.selection)
                 continue
             if task.change is not None and task.change[0] is None:
-                return None  # a cdc file: its rows are counted nowhere in the log
+                total += _footer_rows(task.path)  # a cdc file: the log counts its rows nowhere
+                continue
             if not counts:
                 counts = self._record_counts(since, now)
             n = counts.get(task.path)
@@ -192,6 +194,13 @@ def read_changes(spark: SparkSession, log: TableLog, since: int, now: int) -> Da
                 yield from change_feed.read_changes(groups[slot], schema, mapped)
 
     return spark.range(slots, numPartitions=slots).mapInArrow(run, schema)
+
+
+def _footer_rows(path: str) -> int:
+    """The rows a Parquet file holds, from its footer."""
+    fs, inner = storage.filesystem(path)
+    with fs.open_input_file(inner) as f:
+        return int(pq.ParquetFile(f).metadata.num_rows)
 
 
 def _own(snapshot: SnapshotView) -> Snapshot:
