@@ -391,8 +391,8 @@ OPERATIONS = [
     ),
     row(
         rename_without_column_mapping_fails,
-        known="headwater's error names no condition; delta-spark's is "
-        "DELTA_UNSUPPORTED_RENAME_COLUMN",
+        known="headwater refuses RENAME COLUMN whatever the mapping, no condition named; "
+        "delta-spark's is DELTA_UNSUPPORTED_RENAME_COLUMN",
     ),
     row(
         describe_history,
