@@ -20,13 +20,11 @@ is the other engine. The children share the filesystem, so a table is just a pat
 from __future__ import annotations
 
 import importlib.metadata
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.engines.peer import ENGINES, Peer
+from tests.engines.peer import ENGINES, Peer, running
 
 HERE = Path(__file__).resolve().parent
 
@@ -57,16 +55,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def engines():
     """Both engines' processes, by name."""
-    workdir = Path(tempfile.mkdtemp(prefix="headwater-engines-"))
-    peers = {name: Peer.start(name, workdir) for name in ENGINES}
-    try:
-        for peer in peers.values():
-            peer.wait_ready()
+    with running("headwater-engines-") as peers:
         yield peers
-    finally:
-        for peer in peers.values():
-            peer.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(params=[ENGINES, ENGINES[::-1]], ids=lambda p: f"{p[0]}-writes")

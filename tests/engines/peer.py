@@ -12,8 +12,8 @@ turned into tuples, or the error it raised as its class names and first line (fo
 of the JVM's, its Java class name is the last of them and the message is the JVM's). Tests write
 each operation once, as a function of ``spark``, and run it on either engine.
 
-Run as a script (``python tests/engines/peer.py <engine> <warehouse> <fd>``) it is the
-child.
+Run as a script (``python tests/engines/peer.py <engine> <warehouse> <fd>
+[through-headwater]``) it is the child.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Any
@@ -56,9 +58,12 @@ class Peer:
         self.version = ""
 
     @classmethod
-    def start(cls, name: str, workdir: Path) -> Peer:
+    def start(cls, name: str, workdir: Path, through_headwater: bool = False) -> Peer:
         """Start the engine's child; :meth:`wait_ready` waits for its SparkSession (so two
-        peers start side by side)."""
+        peers start side by side). ``through_headwater``: delta-spark's session is built by
+        ``headwater.session(delta_engine="delta-spark")``, as headwater's users on that
+        engine build it (Auto Loader, COPY INTO and pipelines on top), rather than by
+        delta-spark alone."""
         assert name in ENGINES, name
         ours, theirs = Pipe()
         log = workdir / f"{name}.log"
@@ -82,6 +87,7 @@ class Peer:
                     name,
                     str(workdir / f"{name}-warehouse"),
                     str(theirs.fileno()),
+                    *(["through-headwater"] if through_headwater else []),
                 ],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
@@ -137,6 +143,25 @@ class Peer:
         return self.name
 
 
+@contextmanager
+def running(prefix: str, through_headwater: bool = False) -> Iterator[dict[str, Peer]]:
+    """Both engines' processes, by name, in a working folder of their own (removed after):
+    started side by side, stopped at the end."""
+    import shutil
+    import tempfile
+
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    peers = {name: Peer.start(name, workdir, through_headwater) for name in ENGINES}
+    try:
+        for peer in peers.values():
+            peer.wait_ready()
+        yield peers
+    finally:
+        for peer in peers.values():
+            peer.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 # Operations every test uses, run in the engine's process.
 
 
@@ -185,10 +210,12 @@ def delta_spark_session(warehouse: str):
     return spark
 
 
-def headwater_session(warehouse: str):
+def headwater_session(warehouse: str, engine: str = "headwater"):
     import headwater
 
-    return headwater.session("engines-headwater", master="local[2]", warehouse=warehouse)
+    return headwater.session(
+        f"engines-{engine}", master="local[2]", warehouse=warehouse, delta_engine=engine
+    )
 
 
 def plain(value: Any) -> Any:
@@ -209,10 +236,12 @@ def first_line(exc: BaseException) -> str:
     return (text.splitlines() or [type(exc).__name__])[0][:500]
 
 
-def serve(engine: str, warehouse: str, fd: int) -> None:
+def serve(engine: str, warehouse: str, fd: int, through_headwater: bool = False) -> None:
     conn = Connection(fd)
     spark = (
-        delta_spark_session(warehouse) if engine == "delta-spark" else headwater_session(warehouse)
+        delta_spark_session(warehouse)
+        if engine == "delta-spark" and not through_headwater
+        else headwater_session(warehouse, engine)
     )
     conn.send(("ok", spark.version))
     modules: dict[str, Any] = {}
@@ -229,6 +258,7 @@ def serve(engine: str, warehouse: str, fd: int) -> None:
                 spec = importlib.util.spec_from_file_location(f"peer_{len(modules)}", file)
                 assert spec and spec.loader
                 modules[file] = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = modules[file]  # (dataclasses look their module up)
                 spec.loader.exec_module(modules[file])
             conn.send(("ok", plain(getattr(modules[file], name)(spark, *args))))
         except Exception as exc:  # the test process decides what an error means
@@ -243,4 +273,4 @@ def serve(engine: str, warehouse: str, fd: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:] == ["through-headwater"])
