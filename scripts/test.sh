@@ -40,7 +40,9 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # from the first lane's delta-spark to the second, so that both lanes take about 18.5 min.
 # 2026-11-28 (clean clone): delta-spark 26:49 + kafka 7:38, on-delta-spark 20:42 +
 # engines-bench 2:26; delta-spark was doubled by its peers running C1 only (fixed since).
-TIERS="${HEADWATER_TIERS-delta-spark+kafka on-delta-spark+engines-bench}"
+# 2026-11-29: the parity matrix (tests/engines/parity, about 8 min under load) is a tier
+# of its own, after the engine benchmark in the second lane.
+TIERS="${HEADWATER_TIERS-delta-spark+kafka on-delta-spark+engines-bench+parity}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
 done

@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 die() { echo "tier.sh: $*" >&2; exit 2; }
 
 TIER="${1:-}"
-[ -n "$TIER" ] || die "name a tier: delta-spark engines-bench on-delta-spark kafka"
+[ -n "$TIER" ] || die "name a tier: delta-spark engines-bench parity on-delta-spark kafka"
 shift
 case "$TIER" in
   delta-spark)
@@ -35,8 +35,18 @@ case "$TIER" in
     # tier runs the same Spark on every machine.
     PIP_ARGS=(-e ".[test,delta-spark]" "pyspark==4.2.0")
     JAR_TIERS=(delta-spark)
-    # (the engine benchmark's smoke test is a tier of its own, below, to balance CI's lanes)
-    TESTS=(tests/engines --ignore=tests/engines/test_bench_engines_smoke.py)
+    # (the engine benchmark's smoke test and the parity matrix are tiers of their own,
+    # below, to balance CI's lanes)
+    TESTS=(tests/engines --ignore=tests/engines/test_bench_engines_smoke.py
+      --ignore=tests/engines/parity)
+    ;;
+  parity)
+    # Engine parity as a matrix (tests/engines/parity): every public operation on both
+    # engines, compared row for row; its two processes live for the whole tier.
+    VENV_OF=delta-spark
+    PIP_ARGS=(-e ".[test,delta-spark]" "pyspark==4.2.0")
+    JAR_TIERS=(delta-spark)
+    TESTS=(tests/engines/parity)
     ;;
   engines-bench)
     VENV_OF=delta-spark
@@ -92,7 +102,7 @@ case "$TIER" in
     JAR_TIERS=(kafka kafka-broker)
     TESTS=(tests/kafka)
     ;;
-  *) die "no tier '$TIER' (tiers: delta-spark engines-bench on-delta-spark kafka)" ;;
+  *) die "no tier '$TIER' (tiers: delta-spark engines-bench parity on-delta-spark kafka)" ;;
 esac
 
 command -v java >/dev/null 2>&1 || die "Java is missing: run scripts/setup.sh first (it installs Java 17)"
