@@ -372,14 +372,18 @@ def test_idempotent_writes_in_foreach_batch(spark, tmp_path):
         )
 
     run()
-    os.remove(os.path.join(checkpoint, "commits", "0"))  # the crash: batch 0 not recorded
+    for name in ("0", ".0.crc"):  # the crash: batch 0 ran but was not recorded
+        if os.path.exists(os.path.join(checkpoint, "commits", name)):
+            os.remove(os.path.join(checkpoint, "commits", name))
     run()  # batch 0 runs again with the same txnVersion
     for location in (location1, location2):
         assert_table(spark, location, ["customerId", "amount"], BATCHES[0])
 
 
 @pytest.mark.xfail(
-    strict=True, reason="the delta stream source refuses option schemaTrackingLocation"
+    strict=True,
+    reason="the delta stream source refuses option schemaTrackingLocation; without it the "
+    "output table gets the source's column-mapping field names but no mapping: all NULLs",
 )
 def test_schema_tracking_location(spark, tmp_path):
     """ "Tracking non-additive schema changes": a stream from a column-mapped table with
