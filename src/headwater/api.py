@@ -304,6 +304,16 @@ class Table:
         alter.change_column(self.location, column, new_type, comment, position, nullable)
         self._mirror()
 
+    def rename_column(self, column: Sequence[str], new_name: str) -> None:
+        """ALTER TABLE RENAME COLUMN ``a[.b]`` TO ``new_name`` (needs column mapping)."""
+        alter.rename_column(self.location, column, new_name)
+        self._mirror()
+
+    def drop_columns(self, columns: Sequence[Sequence[str]], if_exists: bool = False) -> None:
+        """ALTER TABLE DROP COLUMN[S] (each a path ``[a, b]``; needs column mapping)."""
+        alter.drop_columns(self.location, columns, if_exists)
+        self._mirror()
+
     def set_properties(self, properties: Mapping[str, str]) -> None:
         alter.set_properties(self.location, properties)
 

@@ -41,9 +41,22 @@ class HeadwaterError(Exception):
 
 
 class DeltaError(HeadwaterError):
-    """A Delta table operation could not be carried out."""
+    """A Delta table operation could not be carried out.
+
+    Its text starts with its error condition (``[DELTA_PATH_EXISTS] Cannot write ...``), as
+    delta-spark's errors do: code written for delta-spark that looks for the condition in
+    the message finds it (the generic ``DELTA_ERROR`` and ``DELTA_ANALYSIS_ERROR``, which
+    name no condition of delta-spark's, are not shown)."""
 
     default_error_class = "DELTA_ERROR"
+
+    def __init__(self, message: str = "", *, error_class: str | None = None) -> None:
+        super().__init__(message, error_class=error_class)
+        if not _LEADING_CLASS.match(message) and self.error_class not in _GENERIC:
+            self.args = (f"[{self.error_class}] {message}",)
+
+
+_GENERIC = frozenset({"DELTA_ERROR", "DELTA_ANALYSIS_ERROR"})
 
 
 class DeltaAnalysisError(DeltaError, AnalysisException):

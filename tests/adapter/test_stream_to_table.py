@@ -54,6 +54,9 @@ def test_partitioned_to_table_creates_the_table_at_start_and_restarts(spark, tmp
         ]
         location = spark.sql("DESCRIBE DETAIL stream_created_at_start").first()["location"]
         assert RsTable(location).metadata().partition_columns == ["s"]
+        (created_at,) = RsTable(location).history()  # as delta-spark's toTable commits it
+        assert (created_at["operation"], created_at["isBlindAppend"]) == ("CREATE TABLE", True)
+        assert created_at["operationParameters"]["partitionBy"] == '["s"]'
         _land(landing, "a.json", [{"id": 1, "s": "x"}, {"id": 2, "s": "y"}])
         query.processAllAvailable()
     finally:

@@ -186,10 +186,15 @@ def test_upgrade_protocol_add_and_drop_feature_support(spark, tmp_path):
     table.upgradeTableProtocol(1, 3)
     p = RsTable(path).protocol()
     assert (p.min_reader_version, p.min_writer_version) == (1, 3)
-    assert table.history(1).first().operation == "UPGRADE PROTOCOL"
-    table.upgradeTableProtocol(1, 2)  # lower than the table's: nothing changes, as in delta-spark
-    assert table.history(1).first().operation == "UPGRADE PROTOCOL"
+    upgrade = table.history(1).first()  # as delta-spark logs it: the properties it sets
+    assert (upgrade.operation, upgrade.operationParameters) == (
+        "SET TBLPROPERTIES",
+        {"properties": '{"delta.minReaderVersion":"1","delta.minWriterVersion":"3"}'},
+    )
+    table.upgradeTableProtocol(1, 2)  # lower than the table's: committed, nothing changes
+    assert table.history(1).first().version == upgrade.version + 1
     assert table.detail().first().minWriterVersion == 3
+    assert "delta.minWriterVersion" not in table.detail().first().properties
     with pytest.raises(ValueError, match="readerVersion"):
         table.upgradeTableProtocol("1", 3)
     table.addFeatureSupport("changeDataFeed")

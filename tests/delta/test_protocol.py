@@ -105,3 +105,46 @@ def test_geometry_columns_need_the_geospatial_feature_and_only_row_writes_are_re
     protocol.check_writable(table, meta, ROOT, removes=False, adds=False)  # create, ALTER
     with pytest.raises(UnsupportedFeatureError, match="geospatial"):
         protocol.check_writable(table, meta, ROOT, removes=False, adds=True)
+
+
+GENERATED = StructType(
+    [
+        StructField("id", LongType()),
+        StructField("d", LongType(), metadata={"delta.generationExpression": "id * 2"}),
+    ]
+)
+BASE = frozenset({"appendOnly", "invariants"})
+
+
+@pytest.mark.parametrize(
+    ("config", "schema", "expected"),
+    [
+        ({}, PLAIN, Protocol(1, 2)),
+        ({"delta.appendOnly": "true"}, PLAIN, Protocol(1, 2)),
+        ({"delta.constraints.c": "id > 0"}, PLAIN, Protocol(1, 3)),  # exactly (1, 3)'s set
+        # (1, 4) would imply checkConstraints too: writer version 7 listing the features.
+        (
+            {"delta.enableChangeDataFeed": "true"},
+            PLAIN,
+            Protocol(1, 7, None, BASE | {"changeDataFeed"}),
+        ),
+        (
+            {"delta.appendOnly": "true"},
+            GENERATED,
+            Protocol(1, 7, None, BASE | {"generatedColumns"}),
+        ),
+    ],
+)
+def test_a_new_table_gets_the_protocol_delta_spark_chooses(config, schema, expected):
+    # What delta-spark 4.4 wrote for CREATE TABLE with these (tests/engines/parity).
+    assert protocol.required(_metadata(config, schema)) == expected
+
+
+def test_an_existing_table_keeps_its_protocol_or_gains_features_as_delta_spark_merges():
+    cdf = _metadata({"delta.enableChangeDataFeed": "true"})
+    assert protocol.required(cdf, Protocol(1, 2)) == Protocol(1, 7, None, BASE | {"changeDataFeed"})
+    assert protocol.required(cdf, Protocol(1, 4)) == Protocol(1, 4)  # supported: kept whole
+    assert protocol.upgraded(Protocol(1, 2), 1, 4) == Protocol(1, 4)
+    assert protocol.upgraded(Protocol(1, 3), 1, 2) == Protocol(1, 3)  # never lowered
+    assert protocol.upgraded(Protocol(1, 2), 2, 5) == Protocol(2, 5)
+    assert protocol.upgraded(Protocol(1, 2), 1, 7) == Protocol(1, 2)  # 7 alone adds nothing

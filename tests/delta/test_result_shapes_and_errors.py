@@ -60,6 +60,69 @@ def test_history_has_delta_sparks_columns_and_first_write_names(spark, tmp_path,
     spark.range(2).write.format("delta").mode("overwrite").saveAsTable("shapes_sat")
     ops = [r.operation for r in DeltaTable.forName(spark, "shapes_sat").history().collect()]
     assert ops == ["CREATE OR REPLACE TABLE AS SELECT", "WRITE", "CREATE TABLE AS SELECT"]
+    # delta-spark's names for the commits creating a table, each a blind append.
+    spark.range(3).writeTo("shapes_write_to").using("delta").create()
+    spark.sql("CREATE TABLE shapes_created (id BIGINT) USING delta")
+    for name in ("shapes_write_to", "shapes_created"):
+        (created,) = DeltaTable.forName(spark, name).history().collect()
+        assert created.isBlindAppend is True and created.operationParameters["clusterBy"] == "[]"
+        assert created.operation == {"shapes_write_to": "CREATE TABLE AS SELECT"}.get(
+            name, "CREATE TABLE"
+        )
+    assert first.isBlindAppend is True
+
+
+# What delta-spark 4.4 logs for DELETE and UPDATE (and MERGE, named numTarget...) besides
+# their row counts: bytes, change files, deletion vectors and times.
+FILE_METRICS = {
+    "numAddedFiles", "numRemovedFiles", "numCopiedRows", "numAddedChangeFiles",
+    "numAddedBytes", "numRemovedBytes", "numDeletionVectorsAdded",
+    "numDeletionVectorsRemoved", "numDeletionVectorsUpdated", "executionTimeMs",
+    "scanTimeMs", "rewriteTimeMs",
+}  # fmt: skip
+MERGE_METRICS = {
+    "numSourceRows", "numOutputRows", "numTargetRowsInserted", "numTargetRowsUpdated",
+    "numTargetRowsMatchedUpdated", "numTargetRowsNotMatchedBySourceUpdated",
+    "numTargetRowsDeleted", "numTargetRowsMatchedDeleted",
+    "numTargetRowsNotMatchedBySourceDeleted", "numTargetRowsCopied", "numTargetFilesAdded",
+    "numTargetFilesRemoved", "numTargetChangeFilesAdded", "numTargetBytesAdded",
+    "numTargetBytesRemoved", "numTargetDeletionVectorsAdded",
+    "numTargetDeletionVectorsRemoved", "numTargetDeletionVectorsUpdated", "executionTimeMs",
+    "scanTimeMs", "rewriteTimeMs", "materializeSourceTimeMs",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("vectors", [False, True])
+def test_dml_history_has_delta_sparks_metrics(spark, tmp_path, vectors):
+    path = str(tmp_path / "t")
+    spark.range(10).withColumn("g", F.col("id") % 2).coalesce(1).write.format("delta").save(path)
+    if vectors:
+        spark.sql(
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+        )
+    table = DeltaTable.forPath(spark, path)
+    table.delete("id = 1")
+    table.update("id = 2", {"g": F.lit(7)})
+    source = spark.range(8, 12).withColumn("g", F.lit(9))
+    merge = table.alias("t").merge(source.alias("s"), "t.id = s.id")
+    merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    found = {h.operation: h.operationMetrics for h in table.history().collect()}
+    delete, update, merged = found["DELETE"], found["UPDATE"], found["MERGE"]
+    assert set(delete) == FILE_METRICS | {"numDeletedRows"}
+    assert set(update) == FILE_METRICS | {"numUpdatedRows"}
+    assert set(merged) == MERGE_METRICS
+    for metrics in (delete, update, merged):
+        times = [int(metrics[k]) for k in ("executionTimeMs", "scanTimeMs", "rewriteTimeMs")]
+        assert times[0] > 0 and times[0] >= max(times[1:])
+    if vectors:  # rows marked in a vector: no bytes removed; the updated row is a new file
+        assert (delete["numDeletionVectorsAdded"], delete["numRemovedBytes"]) == ("1", "0")
+        assert (update["numDeletionVectorsUpdated"], update["numRemovedFiles"]) == ("1", "1")
+        assert int(update["numAddedBytes"]) > 0
+    else:  # files rewritten: their bytes and the new ones'
+        assert int(delete["numRemovedBytes"]) > 0 and int(delete["numAddedBytes"]) > 0
+        assert update["numRemovedBytes"] == delete["numAddedBytes"]  # the same one file
+        assert int(merged["numTargetBytesRemoved"]) > 0
+    assert merged["numTargetChangeFilesAdded"] == "0"
 
 
 def test_detail_has_every_delta_spark_column_with_the_catalog_name(spark, table):
@@ -76,6 +139,7 @@ def test_detail_has_every_delta_spark_column_with_the_catalog_name(spark, table)
     assert row.tableFeatures == ["appendOnly", "invariants"]  # what protocol (1, 2) implies
     by_path = table.detail().first()
     assert by_path.name is None and by_path.numFiles >= 1
+    assert by_path.location == f"file:{table.path}"  # qualified, as delta-spark gives it
 
 
 def test_describe_table_shows_the_partition_section(spark):
@@ -86,18 +150,22 @@ def test_describe_table_shows_the_partition_section(spark):
     assert rows == [
         ("a", "int", None),
         ("b", "string", "the b"),
-        ("# Partition Information", "", None),
+        ("# Partition Information", "", ""),
         ("# col_name", "data_type", "comment"),
         ("b", "string", "the b"),
     ]
     spark.sql("CREATE TABLE shapes_flat (a INT) USING DELTA")
     assert [r[0] for r in spark.sql("DESC shapes_flat").collect()] == ["a"]
+    path = spark.sql("DESCRIBE DETAIL shapes_parts").first().location.removeprefix("file:")
+    assert [tuple(r) for r in spark.sql(f"DESCRIBE TABLE delta.`{path}`").collect()] == rows
 
 
-def test_vacuum_returns_the_table_path(spark, table):
-    assert [r.path for r in table.vacuum().collect()] == [table.path]
+def test_vacuum_returns_what_delta_spark_returns(spark, table):
+    # DeltaTable.vacuum(): an empty DataFrame; SQL's VACUUM: the table's qualified path.
+    vacuumed = table.vacuum()
+    assert (vacuumed.columns, vacuumed.collect()) == ([], [])
     sql = spark.sql(f"VACUUM delta.`{table.path}`")
-    assert sql.columns == ["path"] and [r.path for r in sql.collect()] == [table.path]
+    assert sql.columns == ["path"] and [r.path for r in sql.collect()] == [f"file:{table.path}"]
 
 
 def test_missing_existing_and_non_delta_tables_are_analysis_exceptions(spark, tmp_path, table):

@@ -136,6 +136,34 @@ def test_starting_version_skips_earlier_commits(spark, paths):
     assert _ids(spark, dst) == list(range(5, 15))
 
 
+def test_starting_version_latest_starts_at_the_latest_until_a_run_reads(spark, paths):
+    # As delta-spark: a run that read nothing leaves no position, so the next run starts at
+    # the latest version again; once a run has read, the checkpoint holds the stream.
+    src, dst, ckpt = paths
+    _append(spark, src, 0, 5)
+
+    def run() -> list[int]:
+        query = _stream(spark, src, dst, ckpt, {"availableNow": True}, startingVersion="latest")
+        query.awaitTermination()
+        return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+    assert run() == []
+    _append(spark, src, 5, 8)
+    assert run() == []  # started at the version holding 5..7: nothing after it
+    query = _stream(
+        spark, src, dst, ckpt, {"processingTime": "0 seconds"}, startingVersion="latest"
+    )
+    try:
+        _wait_for(lambda: query.lastProgress is not None)  # it has taken its start
+        _append(spark, src, 8, 10)  # lands while the run goes: read from its start
+        _wait_for(lambda: os.path.exists(dst) and _ids(spark, dst) == [8, 9])
+    finally:
+        query.stop()
+    _append(spark, src, 10, 12)
+    assert run() == [2]  # the checkpoint now holds the stream's position
+    assert _ids(spark, dst) == [8, 9, 10, 11]
+
+
 def test_max_bytes_per_trigger_limits_batches(spark, paths):
     src, dst, ckpt = paths
     for i in range(4):
@@ -223,7 +251,7 @@ def test_sink_requires_checkpoint_and_refuses_update_mode(spark, paths):
     _append(spark, src, 0, 1)
     with pytest.raises(OptionError, match="checkpointLocation"):
         spark.readStream.format("delta").load(src).writeStream.format("delta").start(dst)
-    with pytest.raises(OptionError, match="'update'"):
+    with pytest.raises(OptionError, match=r"^\[DELTA_UNSUPPORTED_OUTPUT_MODE\].*'update'"):
         spark.readStream.format("delta").load(src).writeStream.format("delta").outputMode(
             "update"
         ).option("checkpointLocation", "/tmp/x").start(dst)

@@ -98,7 +98,8 @@ def test_a_schema_change_lands_in_the_same_version_as_the_data(table):
     assert txn.commit() == 1
     rs = RsTable(table)
     assert rs.version() == 1 and [f.name for f in rs.schema().fields] == ["id", "p", "extra"]
-    assert _history(table)[1]["isBlindAppend"] is False
+    # Still a blind append, as delta-spark counts it: only adds, nothing read.
+    assert _history(table)[1]["isBlindAppend"] is True
 
 
 def test_blind_appends_at_the_same_read_version_both_commit(table):
@@ -408,7 +409,9 @@ def test_new_tables_get_the_smallest_protocol_their_metadata_needs():
         return protocol.required(new_metadata(schema, [], config))
 
     assert needed(SCHEMA, {}) == Protocol(1, 2)
-    assert needed(SCHEMA, {"delta.enableChangeDataFeed": "true"}) == Protocol(1, 4)
+    assert needed(SCHEMA, {"delta.enableChangeDataFeed": "true"}) == Protocol(  # delta-spark's
+        1, 7, None, frozenset({"changeDataFeed", "appendOnly", "invariants"})
+    )
     assert needed(SCHEMA, {"delta.constraints.pos": "id > 0"}) == Protocol(1, 3)
     ntz = StructType([StructField("t", TimestampNTZType())])
     assert needed(ntz, {}) == Protocol(

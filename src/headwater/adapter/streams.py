@@ -19,6 +19,7 @@ from headwater import api, storage
 from headwater.adapter.state import state_of
 from headwater.adapter.writes import refuse_layout
 from headwater.delta.options import output_mode, sink_spec
+from headwater.engines.door import Operation
 from headwater.errors import OptionError
 from headwater.originals import original as spark_method
 from headwater.storage.checkpoints import clear_unwritten_first_batch
@@ -84,7 +85,9 @@ def _start(
     )
     if create and not target.exists():
         spark = writer._df.sparkSession
-        target.write(spark.createDataFrame([], writer._df.schema), sink.spec)
+        spec = sink.spec  # version 0 is a CREATE TABLE, as delta-spark's toTable commits it
+        operation = Operation.create_table(spec.partition_by, dict(spec.configuration or {}), None)
+        target.write(spark.createDataFrame([], writer._df.schema), spec, operation)
     if state.partition_by is not None:
         _clear_spark_partitioning(writer)  # the sink partitions the table itself
     if mode:

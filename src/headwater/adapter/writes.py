@@ -266,7 +266,7 @@ def v2_create(original: Method) -> Method:
                 f"[TABLE_OR_VIEW_ALREADY_EXISTS] writeTo('{target.name}').create(): the table "
                 "already exists; use append(), replace() or createOrReplace()."
             )
-        target.write(self._df, _v2_spec(state_of(self), mode="error"))
+        target.write(self._df, _v2_spec(state_of(self), mode="error", as_table=True))
 
     return create
 
@@ -286,9 +286,11 @@ def v2_create_or_replace(original: Method) -> Method:
         target = _v2_target(self, create=True)
         if target is None:
             return original(self)
+        # CREATE [OR REPLACE] TABLE AS SELECT in the history, as delta-spark names them.
         if not target.exists():
-            target.write(self._df, _v2_spec(state_of(self), mode="error"))
+            target.write(self._df, _v2_spec(state_of(self), mode="error", as_table=True))
             return
-        target.write(self._df, _v2_spec(state_of(self), mode="overwrite", overwrite_schema=True))
+        spec = _v2_spec(state_of(self), mode="overwrite", overwrite_schema=True, as_table=True)
+        target.write(self._df, spec)
 
     return createOrReplace

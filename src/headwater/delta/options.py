@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pyspark.sql import Column
+from pyspark.sql import Column, SparkSession
 
 from headwater.errors import OptionError
 from headwater.options import as_bool, as_int, split_columns, unknown_option
@@ -92,6 +92,16 @@ _SAVE_MODES: dict[str, SaveMode] = {
     "default": "error",
     "ignore": "ignore",
 }
+
+
+AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+
+
+def auto_merge(spark: SparkSession) -> bool:
+    """The session's ``spark.databricks.delta.schema.autoMerge.enabled``: writes and MERGE
+    add the data's new columns as if ``mergeSchema`` / ``WITH SCHEMA EVOLUTION`` were
+    given, as delta-spark does."""
+    return str(spark.conf.get(AUTO_MERGE, "false")).strip().lower() == "true"
 
 
 def save_mode(mode: str | None) -> SaveMode:
@@ -176,8 +186,9 @@ def output_mode(mode: str | None) -> OutputMode:
     text = (mode or "append").lower()
     if text not in ("append", "complete"):
         raise OptionError(
-            f"Output mode '{mode}' is not supported by the delta sink; use 'append', "
-            "or 'complete' (the table is replaced by the full result each batch)."
+            f"[DELTA_UNSUPPORTED_OUTPUT_MODE] Output mode '{mode}' is not supported by the "
+            "delta sink; use 'append', or 'complete' (the table is replaced by the full "
+            "result each batch)."
         )
     return "complete" if text == "complete" else "append"
 

@@ -167,7 +167,10 @@ class DeltaTable:
         return DeltaOptimizeBuilder(self._spark, self._path)
 
     def vacuum(self, retentionHours: float | None = None) -> DataFrame:
-        return maintenance.vacuum(self._spark, self._path, retentionHours)
+        """Delete the files no version within the retention reads; as delta-spark's, an
+        empty DataFrame (``VACUUM``'s SQL returns the table's path)."""
+        maintenance.vacuum(self._spark, self._path, retentionHours)
+        return self._spark.createDataFrame([], StructType([]))
 
     def generate(self, mode: str) -> None:
         """Write manifests for Parquet-only engines (mode ``symlink_format_manifest``)."""

@@ -19,10 +19,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from headwater.delta.dml import vectors
+from headwater.delta.dml.metrics import Clock
 from headwater.delta.dml.rewrite import Result, commit_rewrite, open_transaction
 from headwater.delta.dml.target import FILE_COL, files_named, live_rows, read_target, touched
 from headwater.delta.files import change_data, column_values, identity
 from headwater.delta.files.data_files import discard_files, write_files
+from headwater.delta.log import protocol
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
@@ -62,7 +64,9 @@ def partition_only_files(
 
 
 def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) -> Result:
+    clock = Clock()
     snapshot = DeltaLog(path).snapshot()
+    protocol.check_removable(snapshot.metadata, snapshot.root)
     text = condition_text(condition)
     txn, done = open_transaction(spark, snapshot, Operation.predicate("DELETE", text))
     if done:
@@ -71,10 +75,12 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
         snapshot.files if condition is None else partition_only_files(spark, snapshot, condition)
     )
     if whole_files is not None:
+        clock.scanned()
         metrics = {
             "numDeletedRows": _file_rows(snapshot, whole_files),
             "numRemovedFiles": len(whole_files),
             "numAddedFiles": 0,
+            "numCopiedRows": 0,
         }
         version = commit_rewrite(
             txn,
@@ -83,14 +89,16 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
             removed=whole_files,
             adds=[],
             metrics=metrics,
+            clock=clock,
         )
         return Result(version, metrics)
     assert condition is not None
     files = pruning.keep_files(snapshot, pruning.predicate_filters(condition, snapshot.schema))
     if vectors.applies(snapshot):
-        return _delete_with_vectors(spark, txn, files, condition)
+        return _delete_with_vectors(spark, txn, files, condition, clock)
     target = read_target(spark, snapshot, files)
     hit_uris = touched(target.where(holds(condition)))
+    clock.scanned()
     if not hit_uris:
         return Result(None, {"numDeletedRows": 0, "numRemovedFiles": 0, "numAddedFiles": 0})
     hit = files_named(snapshot, hit_uris)
@@ -122,12 +130,17 @@ def delete(spark: SparkSession, path: str, condition: ExprLike | None = None) ->
             .drop(FILE_COL)
             .withColumn(change_data.CHANGE_TYPE, F.lit("delete"))
         ),
+        clock=clock,
     )
     return Result(version, metrics)
 
 
 def _delete_with_vectors(
-    spark: SparkSession, txn: Transaction, files: list[DataFile], condition: ExprLike
+    spark: SparkSession,
+    txn: Transaction,
+    files: list[DataFile],
+    condition: ExprLike,
+    clock: Clock,
 ) -> Result:
     """DELETE on a table with deletion vectors enabled: the matching rows' positions go into
     their files' vectors; nothing is rewritten."""
@@ -135,18 +148,21 @@ def _delete_with_vectors(
     assert snapshot is not None
     target = read_target(spark, snapshot, files, row_index=True)
     deleted = vectors.positions(target.where(holds(condition)))
+    clock.scanned()
     txn.read_files([f.path for f in files], pruning.partition_filter(spark, snapshot, condition))
     metrics = {"numDeletedRows": deleted.num_rows, "numAddedFiles": 0, "numCopiedRows": 0}
     if deleted.num_rows == 0:
         return Result(None, {**metrics, "numRemovedFiles": 0})
-    version, metrics = vectors.commit(txn, deleted, [], metrics)
+    version, metrics = vectors.commit(txn, deleted, [], metrics, clock=clock)
     return Result(version, metrics)
 
 
 def update(
     spark: SparkSession, path: str, condition: ExprLike | None, assignments: Mapping[str, ExprLike]
 ) -> Result:
+    clock = Clock()
     snapshot = DeltaLog(path).snapshot()
+    protocol.check_removable(snapshot.metadata, snapshot.root)
     schema = snapshot.schema
     _check_columns(schema, assignments, path)
     identity.refuse_explicit([str(k) for k in assignments], schema, "UPDATE")
@@ -160,9 +176,10 @@ def update(
     by_name = {column_name(k).lower(): as_column(v) for k, v in assignments.items()}
     partitions = pruning.partition_filter(spark, snapshot, condition)
     if vectors.applies(snapshot):
-        return _update_with_vectors(spark, txn, files, condition, cond, by_name)
+        return _update_with_vectors(spark, txn, files, condition, cond, by_name, clock)
     target = read_target(spark, snapshot, files)
     per_file = target.where(cond).groupBy(FILE_COL).count().collect()
+    clock.scanned()
     hit_uris = [r[0] for r in per_file]
     updated = sum(r[1] for r in per_file)
     if not hit_uris:
@@ -210,6 +227,7 @@ def update(
         adds=written.adds,
         metrics=metrics,
         changes=changes,
+        clock=clock,
     )
     return Result(version, metrics)
 
@@ -221,6 +239,7 @@ def _update_with_vectors(
     condition: ExprLike | None,
     cond: Column,
     by_name: dict[str, Column],
+    clock: Clock,
 ) -> Result:
     """UPDATE on a table with deletion vectors enabled: the matching rows' positions go into
     their files' vectors and only the updated rows are written."""
@@ -229,6 +248,7 @@ def _update_with_vectors(
     schema = snapshot.schema
     matched = read_target(spark, snapshot, files, row_index=True).where(cond)
     deleted = vectors.positions(matched)
+    clock.scanned()
     txn.read_files([f.path for f in files], pruning.partition_filter(spark, snapshot, condition))
     metrics = {"numUpdatedRows": deleted.num_rows, "numCopiedRows": 0}
     if deleted.num_rows == 0:
@@ -257,7 +277,9 @@ def _update_with_vectors(
         )
     metrics["numAddedFiles"] = len(written.adds)
     try:
-        version, metrics = vectors.commit(txn, deleted, written.adds, metrics)
+        version, metrics = vectors.commit(
+            txn, deleted, written.adds, metrics, clock=clock, touched=True
+        )
     except BaseException:
         discard_files(snapshot.root, written.adds)
         raise

@@ -50,13 +50,16 @@ from headwater.delta.dml.merge_plan import (
     plan_merge,
     source_keys,
 )
+from headwater.delta.dml.metrics import Clock
 from headwater.delta.dml.rewrite import Result, commit_rewrite, evolve_schema, open_transaction
 from headwater.delta.dml.target import FILE_COL, ROW_INDEX_COL, files_named, live_rows, read_target
 from headwater.delta.files import change_data, column_values, identity
 from headwater.delta.files.data_files import STAGING_DIR, discard_files, local_path, write_files
+from headwater.delta.log import protocol
 from headwater.delta.log.commit import PartitionFilter, Transaction
 from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
+from headwater.delta.options import auto_merge
 from headwater.delta.read import pruning
 from headwater.delta.read.pruning import EquiKey
 from headwater.delta.schema.expressions import ExprLike, as_column, condition_text, holds
@@ -107,6 +110,8 @@ def merge(
     ``txn_id`` (application id, version) makes it idempotent: a version the table has
     recorded for that application is not applied again (nothing is committed).
     """
+    clock = Clock()
+    evolve = evolve or auto_merge(spark)
     snapshot = DeltaLog(path).snapshot()
     operation = Operation.merge(
         condition_text(condition) or str(condition),
@@ -139,9 +144,11 @@ def merge(
     )
     keys = source_keys(request)
     plan = plan_merge(request, _measure(source, keys) if keys else None)
+    if plan.updates or plan.deletes:  # refused up front on an append-only table
+        protocol.check_removable(snapshot.metadata, snapshot.root)
     if plan.changes_schema:
         snapshot.check_writable(schema_change=True)
-    run = _Merge(spark, snapshot, source, plan, read_partitions)
+    run = _Merge(spark, snapshot, source, plan, read_partitions, clock)
     if plan.strategy is Strategy.DELETION_VECTORS:
         return run.run_with_vectors(txn)
     written, touched = run.run()
@@ -202,8 +209,10 @@ class _Merge:
         source: DataFrame,
         plan: MergePlan,
         read_partitions: PartitionFilter | None,
+        clock: Clock,
     ) -> None:
         self.spark, self.snapshot, self.source, self.plan = spark, snapshot, source, plan
+        self.clock = clock  # the times its commit logs
         self.read_partitions = read_partitions  # for the commit's conflict check
         self.alias = plan.alias
         self.on = as_column(plan.condition)
@@ -261,6 +270,7 @@ class _Merge:
         needed = list(self.plan.target_columns_read)
         self.target_marker = ROW_INDEX_COL
         pairs = self._acted_rows(needed)
+        self.clock.scanned()
         changed = [self.codes[lab] for lab in [*self.plan.updates, *self.plan.deletes]]
         deleted = pairs.filter(
             pc.is_in(pairs[ACTION_COL], pa.array(changed, pairs[ACTION_COL].type))
@@ -287,6 +297,7 @@ class _Merge:
                 written.adds,
                 metrics,
                 removed_metric="numTargetFilesRemoved",
+                clock=self.clock,
             )
         except BaseException:
             discard_files(self.snapshot.root, written.adds)
@@ -385,6 +396,7 @@ class _Merge:
         )
         if (most or 0) > 1:
             raise DeltaError(MULTIPLE_MATCH)
+        self.clock.scanned()
         return set(paths or [])
 
     # -- the merged rows ---------------------------------------------------------------------
@@ -539,6 +551,8 @@ class _Merge:
             metrics=metrics,
             schema=identity.with_marks(self.out_schema, written.identity_marks),
             changes=self._changes,
+            clock=self.clock,
+            merge=True,
         )
         return Result(version, metrics, version is not None and txn.changes_schema)
 
@@ -550,6 +564,7 @@ class _Merge:
             "numOutputRows": written.rows,
             "numTargetFilesAdded": len(written.adds),
             "numTargetFilesRemoved": removed,
+            "materializeSourceTimeMs": 0,  # the source is read where it is, never copied
         }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from headwater.delta.dml.metrics import Clock, files_changed
 from headwater.delta.files import change_data
 from headwater.delta.files.data_files import discard_files
 from headwater.delta.log import replay
@@ -83,12 +84,16 @@ def commit_rewrite(
     metrics: dict[str, int],
     schema: StructType | None = None,
     changes: Callable[[], DataFrame] | None = None,
+    clock: Clock | None = None,
+    merge: bool = False,
 ) -> int | None:
     """Commit a DML that rewrote files: ``read`` (files it read, in the partitions
     ``partitions`` selects), ``removed`` (files it replaces), ``adds`` (their replacements
     and new rows), ``schema`` (a wider schema, MERGE with schema evolution). ``changes``
     builds the changed rows (with ``_change_type``), recorded when the table has the change
-    data feed and files were rewritten. None when there was nothing to commit."""
+    data feed and files were rewritten. ``metrics`` (the row and file counts) gain the
+    bytes, change files, deletion vectors and ``clock``'s times, as delta-spark logs them
+    (``merge``: MERGE's names). None when there was nothing to commit."""
     snapshot = txn.snapshot
     assert snapshot is not None
     txn.read_files([f.path for f in read], partitions)
@@ -101,6 +106,8 @@ def commit_rewrite(
         txn.add_cdc_files(cdc)
     txn.remove_files(removes)
     txn.add_files(adds)
+    metrics.update(files_changed(removes, adds, cdc).named(merge))
+    metrics.update((clock or Clock()).times())
     txn.metrics = dict(metrics)
     if txn.is_empty:
         return None

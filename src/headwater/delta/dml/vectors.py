@@ -18,6 +18,7 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame
 
 from headwater import storage
+from headwater.delta.dml.metrics import Clock, vectors_changed
 from headwater.delta.dml.target import FILE_COL, ROW_INDEX_COL
 from headwater.delta.files import change_data
 from headwater.delta.log import deletion_vectors, replay
@@ -69,11 +70,14 @@ def commit(
     adds: list[AddFile],
     metrics: dict[str, int],
     removed_metric: str = "numRemovedFiles",
+    clock: Clock | None = None,
+    touched: bool = False,
 ) -> tuple[int | None, dict[str, int]]:
     """Commit ``deleted`` ((file, row) pairs, files as Spark names them) as deletion vectors,
-    together with ``adds``, in ``txn``; returns (version, metrics with the vector counts
-    added and ``removed_metric``: the files all of whose rows are now deleted, removed
-    outright)."""
+    together with ``adds``, in ``txn``; returns (version, metrics with the vector counts,
+    bytes and ``clock``'s times added, as delta-spark logs them, and ``removed_metric``:
+    the files all of whose rows are now deleted, removed outright, or with ``touched``
+    (UPDATE's meaning) every file whose rows were marked)."""
     snapshot = txn.snapshot
     assert snapshot is not None
     by_uri = _files_by_uri(snapshot, deleted)
@@ -107,12 +111,15 @@ def commit(
     txn.remove_files(logged[p].remove(timestamp=now) for p in new_rows)
     txn.add_files(logged[p].with_vector(descriptors[p]) for p in new_rows if p in descriptors)
     txn.add_files(adds)
+    changed = vectors_changed(
+        [(logged[p], p in old) for p in descriptors], [logged[p] for p in dropped], adds
+    )
+    merge = removed_metric.startswith("numTarget")  # MERGE's names
     metrics = {
         **metrics,
-        removed_metric: len(dropped),
-        "numDeletionVectorsAdded": len([p for p in descriptors if p not in old]),
-        "numDeletionVectorsUpdated": len([p for p in descriptors if p in old]),
-        "numDeletionVectorsRemoved": len([p for p in dropped if p in old]),
+        removed_metric: len(new_rows) if touched else len(dropped),
+        **changed.named(merge),
+        **(clock or Clock()).times(),
     }
     txn.metrics = dict(metrics)
     if txn.is_empty:

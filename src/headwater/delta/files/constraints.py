@@ -68,10 +68,14 @@ def raise_if_violated(error: Exception, root: str) -> None:
     if at < 0:
         return
     message = text[at + len(_MARK) :].split("SQLSTATE:", 1)[0].strip()
+    condition = "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"  # delta-spark's, for CHECK and generated
     if message.startswith("NOT NULL"):
+        condition = "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"
         remedy = "Fill in or filter out the nulls."
     elif message.startswith("CHECK constraint Generated Column"):
         remedy = "Leave the generated column out of the write (it is computed) or give it the value its expression yields."
     else:
         remedy = "Fix or filter the rows, or drop the constraint (ALTER TABLE ... DROP CONSTRAINT)."
-    raise ConstraintViolationError(f"{message}\nNothing was written to {root}. {remedy}") from None
+    raise ConstraintViolationError(
+        f"{message}\nNothing was written to {root}. {remedy}", error_class=condition
+    ) from None

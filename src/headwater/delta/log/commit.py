@@ -195,13 +195,12 @@ class Transaction:
 
     @property
     def is_blind_append(self) -> bool:
-        """Only new data, written without reading the table (never conflicts with data)."""
+        """Only new data, written without reading the table (never conflicts with data).
+        As delta-spark decides it, metadata and protocol changes do not count: the commit
+        creating a table, CREATE TABLE and SET TBLPROPERTIES are blind appends (a
+        concurrent metadata change is a conflict of its own, checked first)."""
         return (
-            not self._read_anything
-            and not self._removes
-            and self._metadata is None
-            and self._protocol is None
-            and all(a.data_change for a in self._adds)
+            not self._read_anything and not self._removes and all(a.data_change for a in self._adds)
         )
 
     @property

@@ -79,8 +79,9 @@ def _commit(path: str, new: Protocol, operation: Operation) -> int:
 
 
 def upgrade_protocol(path: str, reader_version: int, writer_version: int) -> int:
-    """Raise the table's protocol to at least these versions; lower ones are kept, as
-    delta-spark keeps them (an upgrade to less than the table has changes nothing)."""
+    """Raise the table's protocol to at least these versions, as delta-spark does it: a
+    ``SET TBLPROPERTIES`` of ``delta.minReaderVersion`` / ``delta.minWriterVersion``,
+    committed even when the table already has them (:func:`protocols.upgraded`)."""
     for label, value in (("readerVersion", reader_version), ("writerVersion", writer_version)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"The {label} needs to be an integer but got '{type(value)}'.")
@@ -89,29 +90,18 @@ def upgrade_protocol(path: str, reader_version: int, writer_version: int) -> int
             f"Protocol ({reader_version}, {writer_version}) does not exist: reader versions "
             "are 1-3 and writer versions 1-7."
         )
-    current = DeltaLog(path).snapshot().protocol
-    if (
-        reader_version <= current.min_reader_version
-        and writer_version <= current.min_writer_version
-    ):
-        return DeltaLog(path).snapshot().version
-    reader_version = max(reader_version, current.min_reader_version)
-    writer_version = max(writer_version, current.min_writer_version)
-    readers, writers = _as_table_features(current)
-    if writer_version == 7 or reader_version == 3:
-        for version, features in protocols.LEGACY_WRITER_FEATURES.items():
-            if version <= min(writer_version, 6):
-                writers |= features
-        new = Protocol(
-            max(reader_version, current.min_reader_version),
-            7,
-            frozenset(readers) if reader_version >= 3 else None,
-            frozenset(writers | {"appendOnly", "invariants"}),
-        )
-    else:
-        new = Protocol(reader_version, writer_version)
-    params = {"newProtocol": json.dumps(new.to_json()["protocol"], separators=(",", ":"))}
-    return _commit(path, new, Operation("UPGRADE PROTOCOL", params))
+    dlog = DeltaLog(path)
+    snapshot = dlog.snapshot()
+    new = protocols.upgraded(snapshot.protocol, reader_version, writer_version)
+    asked = {
+        "delta.minReaderVersion": str(reader_version),
+        "delta.minWriterVersion": str(writer_version),
+    }
+    txn = Transaction(dlog, snapshot, Operation("SET TBLPROPERTIES", {"properties": asked}))
+    if new != snapshot.protocol:
+        txn.update_protocol(new)
+    txn.update_metadata(snapshot.metadata)
+    return txn.commit()
 
 
 def add_feature(path: str, name: str) -> int:

@@ -17,6 +17,7 @@ from headwater.delta.log import clustering, time_travel
 from headwater.delta.log import protocol as protocols
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.errors import HeadwaterError
+from headwater.storage.paths import hadoop_uri
 
 HISTORY_SCHEMA = (
     "version long, timestamp timestamp, userId string, userName string, operation string, "
@@ -83,7 +84,8 @@ def detail(spark: SparkSession, path: str) -> DataFrame:
     features = sorted(protocols.reader_features(protocol) | protocols.writer_features(protocol))
     last = time_travel.commit_time(DeltaLog(snap.root).history(1)[0])
     row = (
-        "delta", meta.id, _name(spark, snap.root) or meta.name, meta.description, snap.root,
+        "delta", meta.id, _name(spark, snap.root) or meta.name, meta.description,
+        hadoop_uri(snap.root),  # qualified, as delta-spark's (file:/... for a local table)
         _utc(meta.created_time or last), _utc(last),
         list(meta.partition_columns), clustering.columns_of(snap) or [], len(snap.files), sum(f.size for f in snap.files),
         dict(meta.configuration), protocol.min_reader_version, protocol.min_writer_version,

@@ -112,10 +112,11 @@ class Operation:
         return cls(
             name,
             {
-                "isManaged": "false",
-                "description": description,
                 "partitionBy": list(partition_by),
+                "description": description,
                 "properties": dict(properties),
+                "clusterBy": [],  # the clustering columns, where a create stages them
+                "isManaged": "false",
             },
         )
 

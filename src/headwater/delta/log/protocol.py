@@ -37,7 +37,6 @@ LEGACY_WRITER_FEATURES: dict[int, frozenset[str]] = {
     5: frozenset({"columnMapping"}),
     6: frozenset({"identityColumns"}),
 }
-_LEGACY = frozenset().union(*LEGACY_WRITER_FEATURES.values())
 # Features that need a reader to understand them (and so reader version 3, but for
 # columnMapping, which reader version 2 also expresses).
 _READER_FEATURES = frozenset(
@@ -181,40 +180,68 @@ def declared_features(configuration: Mapping[str, str]) -> set[str]:
 
 
 def required(metadata: Metadata, current: Protocol | None = None) -> Protocol:
-    """The protocol a table with ``metadata`` needs: ``current`` (kept whole, never
-    downgraded) plus whatever the metadata uses that it lacks."""
-    needed = needed_features(metadata)
+    """The protocol a table with ``metadata`` needs, chosen as delta-spark 4.4 chooses it.
+
+    A new table starts from (1, 2) plus the features its metadata uses; an existing one
+    keeps ``current`` whole when it supports them all, else gets ``current``'s features
+    plus the new ones. Either way the result is :func:`normalized`: a legacy protocol only
+    when the features are exactly what one implies ((1, 3) for CHECK constraints), else
+    writer version 7 listing them (a generated column or the change data feed alone:
+    (1, 7) with ``appendOnly``, ``invariants`` and the feature, where (1, 4) would imply
+    ``checkConstraints`` too)."""
+    needed = set(needed_features(metadata))
     if current is not None and "typeWidening-preview" in writer_features(current):
         needed -= {"typeWidening"}  # the preview name already carries the feature
-    writers = set(needed) | (set(writer_features(current)) if current else set())
-    readers = {f for f in needed if f in READER_WRITER_FEATURES}
-    if current is not None:
-        readers |= reader_features(current)
-    table_features = bool(writers - _LEGACY) or bool(readers - {"columnMapping"})
-    if current is not None and current.writer_features is not None:
-        table_features = True
-    if table_features:
-        writers |= {"appendOnly", "invariants"}
-        writers |= readers
-        reader_version = 3 if readers - {"columnMapping"} else (2 if readers else 1)
-        if current is not None:
-            reader_version = max(reader_version, current.min_reader_version)
-        if current is not None and current.reader_features is not None:
-            reader_version = 3
-        return Protocol(
-            reader_version,
-            7,
-            frozenset(readers) if reader_version >= 3 else None,
-            frozenset(writers),
-        )
-    writer_version = max(
-        [2, *[v for v, features in LEGACY_WRITER_FEATURES.items() if features & writers]]
+    if current is None:
+        return normalized(needed | {"appendOnly", "invariants"})
+    have = reader_features(current) | writer_features(current)
+    if needed <= have:
+        return current
+    return normalized(set(have) | needed)
+
+
+def normalized(features: set[str]) -> Protocol:
+    """The weakest protocol supporting exactly ``features`` (delta-spark's
+    ``denormalizedNormalized``): the legacy (reader, writer) versions they need when those
+    imply no other feature, else writer version 7 listing them (and their reader features
+    where the reader version is 3)."""
+    writer_version = max((_legacy_writer_version(f) for f in features), default=1)
+    readers = {f for f in features if f in READER_WRITER_FEATURES}
+    reader_version = 3 if readers - {"columnMapping"} else (2 if readers else 1)
+    if writer_version < 7 and reader_version < 3:
+        legacy = Protocol(reader_version, writer_version)
+        if reader_features(legacy) | writer_features(legacy) == features:
+            return legacy
+    return Protocol(
+        reader_version,
+        7,
+        frozenset(readers) if reader_version >= 3 else None,
+        frozenset(features),
     )
-    reader_version = 2 if "columnMapping" in readers else 1
-    if current is not None:
-        writer_version = max(writer_version, current.min_writer_version)
-        reader_version = max(reader_version, current.min_reader_version)
-    return Protocol(reader_version, writer_version)
+
+
+def upgraded(current: Protocol, reader_version: int, writer_version: int) -> Protocol:
+    """``current`` raised to the versions a user asked for (``upgradeTableProtocol``,
+    ``delta.minReaderVersion`` / ``delta.minWriterVersion`` properties), as delta-spark
+    merges them: the features those legacy versions imply are added, and the result is
+    :func:`normalized` (versions lower than the table's, or writer version 7 alone, add
+    nothing)."""
+    asked: set[str] = set()
+    if writer_version < 7:
+        for version, found in LEGACY_WRITER_FEATURES.items():
+            if version <= writer_version:
+                asked |= found
+        if reader_version < 2:
+            asked.discard("columnMapping")
+    have = reader_features(current) | writer_features(current)
+    if asked <= have:
+        return current
+    return normalized(set(have) | asked)
+
+
+def _legacy_writer_version(feature: str) -> int:
+    """The writer version that implies ``feature`` (7: none does, it must be listed)."""
+    return next((v for v, found in LEGACY_WRITER_FEATURES.items() if feature in found), 7)
 
 
 def check_writable(
@@ -233,10 +260,19 @@ def check_writable(
             "headwater cannot keep in a commit; nothing was written. Run the operation with "
             "delta-spark."
         )
-    if removes and _true(metadata.configuration, "delta.appendOnly"):
+    if removes:
+        check_removable(metadata, root)
+
+
+def check_removable(metadata: Metadata, root: str) -> None:
+    """Refuse an operation that removes rows from an append-only table: checked at its
+    commit, and by DELETE, UPDATE and MERGE before they start, as delta-spark checks them
+    (even when no row would change)."""
+    if _true(metadata.configuration, "delta.appendOnly"):
         raise UnsupportedFeatureError(
-            f"Delta table at {root} is append-only (delta.appendOnly=true): rows cannot be "
-            "updated or deleted. Unset the property to allow it."
+            f"[DELTA_CANNOT_MODIFY_APPEND_ONLY] Delta table at {root} is append-only "
+            "(delta.appendOnly=true): rows cannot be updated or deleted. Unset the property "
+            "(ALTER TABLE ... SET TBLPROPERTIES ('delta.appendOnly' = 'false')) to allow it."
         )
 
 

@@ -39,6 +39,7 @@ from headwater.delta.maintenance.optimize_metrics import RESULT_SCHEMA, Outcome,
 from headwater.delta.read import pruning
 from headwater.delta.schema.expressions import condition_columns, unresolved_text
 from headwater.errors import ConcurrentModificationException, DeltaAnalysisError, DeltaError
+from headwater.storage.paths import hadoop_uri
 
 SMALL_FILE_BYTES = 128 * 1024 * 1024  # compaction rewrites files smaller than this
 MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
@@ -76,7 +77,8 @@ def optimize(
         outcome = _rewrite(spark, dlog, snap, plan, where, full, outcome)
     outcome.end_ms = now_ms()
     row = metrics_row(spark, snap, plan.curve_columns, plan.clustered_by, outcome)
-    return spark.createDataFrame([(snap.root, row)], RESULT_SCHEMA)
+    # The path qualified, as delta-spark gives it (file:/... for a local table).
+    return spark.createDataFrame([(hadoop_uri(snap.root), row)], RESULT_SCHEMA)
 
 
 def _plan(

@@ -28,6 +28,7 @@ from headwater.errors import (
     DeltaError,
     TableNotFoundError,
 )
+from headwater.storage.paths import hadoop_uri
 
 MIN_RETENTION_HOURS = 168.0
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -41,7 +42,7 @@ def vacuum(
     deletion-vector files no live or recent file names.
 
     ``dry_run``: delete nothing, list the files that would be deleted (``VACUUM ... DRY RUN``).
-    Otherwise the result is the table's path, as delta-spark returns it; the count of
+    Otherwise the result is the table's path, as delta-spark's SQL returns it; the count of
     deleted files is in the ``VACUUM END`` commit's metrics (``numDeletedFiles``).
     """
     hours = MIN_RETENTION_HOURS if retention_hours is None else float(retention_hours)
@@ -73,7 +74,8 @@ def vacuum(
         for p in doomed:
             storage.delete_file(p)
         _log_vacuum(dlog, "VACUUM END", hours, check, {"numDeletedFiles": len(doomed)})
-    rows = [(p,) for p in doomed] if dry_run else [(dlog.root,)]
+    # Qualified, as delta-spark's are (file:/... for a local table).
+    rows = [(hadoop_uri(p),) for p in doomed] if dry_run else [(hadoop_uri(dlog.root),)]
     return spark.createDataFrame(rows, "path string")
 
 
@@ -146,10 +148,14 @@ def restore(
     }
     txn.metrics = dict(metrics)
     txn.commit()
-    return spark.createDataFrame(
-        [{"numRemovedFile": len(gone), "numRestoredFile": len(back)}],
-        "numRemovedFile long, numRestoredFile long",
-    )
+    # delta-spark's result: the metrics, in its column names and order.
+    return spark.createDataFrame([tuple(metrics.values())], RESTORE_RESULT)
+
+
+RESTORE_RESULT = (
+    "table_size_after_restore long, num_of_files_after_restore long, num_removed_files long, "
+    "num_restored_files long, removed_files_size long, restored_files_size long"
+)
 
 
 def _vector(add: AddFile) -> tuple | None:

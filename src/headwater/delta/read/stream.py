@@ -6,16 +6,21 @@ An offset is the position of the next file to read::
 
 With ``snapshot`` true it points into the table as of version ``v`` (files ordered by
 modification time, then path); otherwise into the data files added by commit ``v``, in log
-order. Offsets are normalised (a fully read commit becomes ``(v + 1, 0)``), so equal
-positions mean no new data. The log is immutable, so the files between two offsets are the
-same after any restart: that is what makes the query exactly-once.
+order. ``"unread": true`` marks a position a ``startingVersion=latest`` stream has not read
+past yet: delta-spark's source reports no offset until it has data, so a run that read
+nothing leaves no position and the next run starts at the latest version again; Spark runs
+(and checkpoints) a first batch of a Python source whatever it holds, so a run resumed at
+such a position starts at the latest version again too (:meth:`latestOffset`). Offsets
+are normalised (a fully read commit becomes ``(v + 1, 0)``), so equal positions mean no
+new data. The log is immutable, so the files between two offsets are the same after any
+restart: that is what makes the query exactly-once.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from urllib.parse import unquote
 
@@ -56,13 +61,20 @@ class Position:
     version: int
     index: int
     snapshot: bool
+    unread: bool = False  # startingVersion=latest, nothing read yet (see the module doc)
 
     def to_offset(self) -> dict:
-        return {"version": self.version, "index": self.index, "snapshot": self.snapshot}
+        offset = {"version": self.version, "index": self.index, "snapshot": self.snapshot}
+        return {**offset, "unread": True} if self.unread else offset
 
     @classmethod
     def of(cls, offset: dict) -> Position:
-        return cls(int(offset["version"]), int(offset["index"]), bool(offset["snapshot"]))
+        return cls(
+            int(offset["version"]),
+            int(offset["index"]),
+            bool(offset["snapshot"]),
+            bool(offset.get("unread", False)),
+        )
 
 
 class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -82,6 +94,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now_target: int | None = None
         self._files_cache: dict[tuple[int, bool], list[FileTask]] = {}
         self._initial: dict | None = None
+        self._restarted_latest = False
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -96,7 +109,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _initial_offset(self) -> dict:
         if self.starting_version is not None:
             if str(self.starting_version).lower() == "latest":
-                return Position(self.log.latest_version() + 1, 0, False).to_offset()
+                return Position(self.log.latest_version() + 1, 0, False, True).to_offset()
             return Position(int(self.starting_version), 0, False).to_offset()
         if self.starting_timestamp is not None:
             version = self.log.snapshot(timestamp=self.starting_timestamp).version
@@ -116,6 +129,12 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self.log.latest_version()
         if self.available_now_target is not None:
             latest = min(latest, self.available_now_target)
+        if pos.unread and self._initial is None and not self._restarted_latest:
+            # Resumed where an earlier run of a startingVersion=latest stream read nothing:
+            # the latest version again, as delta-spark's source starts there (one empty batch).
+            self._restarted_latest = True
+            return Position(latest + 1, 0, False, True).to_offset()
+        start_pos = pos
         unlimited = isinstance(limit, ReadAllAvailable)
         max_files = None if unlimited else self.max_files
         max_bytes = None if unlimited else self.max_bytes
@@ -133,7 +152,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 taken_bytes += files[pos.index].size
                 pos = Position(pos.version, pos.index + 1, pos.snapshot)
             pos = Position(pos.version + 1, 0, False)
-        return pos.to_offset()
+        return replace(pos, unread=start_pos.unread and not taken_files).to_offset()
 
     def reportLatestOffset(self) -> dict | None:
         return Position(self.log.latest_version() + 1, 0, False).to_offset()
@@ -142,6 +161,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         pos, stop = Position.of(start), Position.of(end)
+        if stop.unread:  # nothing read: the start moved to the latest version
+            return []
         tasks: list[FileTask] = []
         while (pos.version, pos.index) < (stop.version, stop.index):
             files = self._files(pos)

@@ -26,12 +26,16 @@ def mode(configuration: dict[str, str]) -> str:
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 
 
-def assign(schema: StructType, configuration: dict[str, str]) -> StructType:
-    """A new table's schema with a mapping for every (nested) field, when its properties
-    turn column mapping on (``name`` or ``id``) and the schema has none yet: ids 1, 2, ...
-    depth first and ``col-<uuid>`` physical names, as delta-spark assigns them. Records the
-    highest id in ``configuration`` (``delta.columnMapping.maxColumnId``). Without this the
-    table's log would name the mode with unmapped columns, which no reader accepts."""
+def assign(
+    schema: StructType, configuration: dict[str, str], keep_names: bool = False
+) -> StructType:
+    """A schema with a mapping for every (nested) field, when its properties turn column
+    mapping on (``name`` or ``id``) and the schema has none yet: ids 1, 2, ... depth first
+    and, for a new table, ``col-<uuid>`` physical names, as delta-spark assigns them;
+    ``keep_names`` (mapping turned on for an existing table, whose files hold the columns
+    under their names): each field's own name. Records the highest id in
+    ``configuration`` (``delta.columnMapping.maxColumnId``). Without this the table's log
+    would name the mode with unmapped columns, which no reader accepts."""
     if mode(configuration) == "none" or is_mapped(schema):
         return schema
     counter = [int(configuration.get(MAX_COLUMN_ID, 0))]
@@ -44,7 +48,7 @@ def assign(schema: StructType, configuration: dict[str, str]) -> StructType:
                 meta = {
                     **(f.metadata or {}),
                     COLUMN_ID: counter[0],
-                    PHYSICAL_NAME: f"col-{uuid.uuid4()}",
+                    PHYSICAL_NAME: f.name if keep_names else f"col-{uuid.uuid4()}",
                 }
                 fields.append(StructField(f.name, walk(f.dataType), f.nullable, meta))
             return StructType(fields)

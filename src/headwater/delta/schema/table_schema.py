@@ -120,14 +120,15 @@ def _merge_struct(
             )
     if mismatched:
         raise SchemaMismatchError(
-            "Cannot write: column types differ from the table schema: "
+            "[DELTA_FAILED_TO_MERGE_FIELDS] Cannot write: column types differ from the table "
+            "schema: "
             + "; ".join(mismatched)
             + ". Cast the columns, or overwrite with option overwriteSchema=true."
         )
     extra = [prefix + f.name for f in incoming.values()]
     if extra and not merge:
         raise SchemaMismatchError(
-            "Cannot write: the data has column(s) "
+            "[DELTA_METADATA_MISMATCH] Cannot write: the data has column(s) "
             + ", ".join(f"`{c}`" for c in extra)
             + " that the table does not have. Set option mergeSchema=true to add them, or "
             "drop them from the data."

@@ -26,7 +26,7 @@ from headwater.delta.log.actions import Metadata, now_ms
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
 from headwater.delta.log.operations import Operation
-from headwater.delta.options import WriteSpec
+from headwater.delta.options import WriteSpec, auto_merge
 from headwater.delta.read.batch import read_snapshot
 from headwater.delta.read.pruning import partition_filter
 from headwater.delta.schema import table_schema as schemas
@@ -83,8 +83,8 @@ def write(
                 raise
             if spec.mode == "error":
                 raise TableAlreadyExistsError(
-                    f"A Delta table was created at {dlog.root} while this write ran; use "
-                    "mode('append') or mode('overwrite')."
+                    f"[DELTA_PATH_EXISTS] A Delta table was created at {dlog.root} while this "
+                    "write ran; use mode('append') or mode('overwrite')."
                 ) from None
             log.info("table %s created concurrently; writing into it", dlog.root)
     raise AssertionError("unreachable")
@@ -109,8 +109,8 @@ def _write(
         snapshot.check_writable(schema_change=mode == "overwrite" and spec.overwrite_schema)
         if mode == "error":
             raise TableAlreadyExistsError(
-                f"A Delta table already exists at {dlog.root}; use mode('append') or "
-                "mode('overwrite')."
+                f"[DELTA_PATH_EXISTS] A Delta table already exists at {dlog.root}; use "
+                "mode('append') or mode('overwrite')."
             )
         if mode == "ignore":
             return WriteResult(version=None)
@@ -137,10 +137,12 @@ def _write(
             c.lower() for c in table_partitions
         ]:
             raise SchemaMismatchError(
-                f"The table at {dlog.root} is partitioned by {table_partitions or 'nothing'}, "
-                f"not {partition_by}. Omit partitionBy, or overwrite with overwriteSchema=true."
+                f"[DELTA_METADATA_MISMATCH] The table at {dlog.root} is partitioned by "
+                f"{table_partitions or 'nothing'}, not {partition_by}. Omit partitionBy, or "
+                "overwrite with overwriteSchema=true."
             )
-        target = schemas.reconcile(snapshot.schema, data_schema, merge=spec.merge_schema).schema
+        evolve = spec.merge_schema or auto_merge(df.sparkSession)
+        target = schemas.reconcile(snapshot.schema, data_schema, merge=evolve).schema
         if target != snapshot.schema:
             snapshot.check_writable(schema_change=True)
         # Already in the table's column order, names and types (every micro-batch of a
@@ -322,8 +324,9 @@ def _replace_where(
     cond = F.coalesce(F.expr(predicate), F.lit(False))
     if out.filter(~cond).limit(1).count():
         raise SchemaMismatchError(
-            f"Data written with replaceWhere '{predicate}' contains rows that do not match the "
-            "predicate. Filter the data to the replaced range first."
+            f"[DELTA_REPLACE_WHERE_MISMATCH] Data written with replaceWhere '{predicate}' "
+            "contains rows that do not match the predicate. Filter the data to the replaced "
+            "range first."
         )
     current = read_snapshot(spark, snapshot).withColumn("__hw_file", F.col("_metadata.file_path"))
     touched = {r[0] for r in current.filter(cond).select("__hw_file").distinct().collect()}
