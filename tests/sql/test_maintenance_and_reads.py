@@ -50,7 +50,7 @@ def test_describe_history_and_detail(spark, versions):
     assert rows(spark, f"DESC HISTORY delta.`{versions}` LIMIT 2")[1][0] == 2
     detail = q(spark, f"DESCRIBE DETAIL delta.`{versions}`").first()
     assert (detail.format, detail.partitionColumns, detail.numFiles) == ("delta", ["k"], 8)
-    assert detail.location == versions
+    assert detail.location == f"file:{versions}"  # qualified, as delta-spark gives it
 
 
 def test_time_travel_select(spark, versions):
@@ -121,7 +121,7 @@ def test_vacuum_retain_and_dry_run(spark, tmp_path):
         assert {os.path.basename(p) for p in dry} == unused
         assert all(os.path.exists(os.path.join(path, os.path.basename(p))) for p in dry)
         result = [r[0] for r in q(spark, f"VACUUM delta.`{path}` RETAIN 0 HOURS").collect()]
-        assert result == [path]  # the table's path, as delta-spark returns it
+        assert result == [f"file:{path}"]  # the table's qualified path, as delta-spark's
         assert not any(os.path.exists(os.path.join(path, os.path.basename(p))) for p in dry)
     finally:
         spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
@@ -133,8 +133,19 @@ def test_restore_to_version_and_timestamp(spark, tmp_path):
     path = str(tmp_path / "t")
     for i in range(3):
         spark.range(i + 1).coalesce(1).write.format("delta").mode("overwrite").save(path)
-    metrics = q(spark, f"RESTORE TABLE delta.`{path}` TO VERSION AS OF 0").first().asDict()
-    assert metrics["numRestoredFile"] == 1 and metrics["numRemovedFile"] >= 1
+    result = q(spark, f"RESTORE TABLE delta.`{path}` TO VERSION AS OF 0")
+    assert result.columns == [  # delta-spark's, in its order
+        "table_size_after_restore",
+        "num_of_files_after_restore",
+        "num_removed_files",
+        "num_restored_files",
+        "removed_files_size",
+        "restored_files_size",
+    ]
+    metrics = result.first().asDict()
+    assert metrics["num_restored_files"] == metrics["num_of_files_after_restore"] == 1
+    assert metrics["num_removed_files"] >= 1 and metrics["removed_files_size"] > 0
+    assert metrics["restored_files_size"] == metrics["table_size_after_restore"] > 0
     assert spark.read.format("delta").load(path).count() == 1
     q(spark, f"RESTORE delta.`{path}` TO TIMESTAMP AS OF '{_commit_time(path, 1)}'")
     assert spark.read.format("delta").load(path).count() == 2

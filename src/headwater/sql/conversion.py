@@ -1,9 +1,9 @@
 """Delta statements around a table's files and shape: ``CONVERT TO DELTA``, ``GENERATE
 symlink_format_manifest FOR TABLE``, and ``DESCRIBE TABLE`` with its partitioning section.
 
-Spark describes a headwater table from the catalog's mirror, which knows columns but not
-Delta's partitioning; delta-spark shows it in a ``# Partition Information`` section, and
-code reading that output finds it here too.
+Spark describes a headwater table (by name, from the catalog's mirror, or by path) from
+its columns, without Delta's partitioning; delta-spark shows it in a ``# Partition
+Information`` section, and code reading that output finds it here too.
 """
 
 from __future__ import annotations
@@ -60,25 +60,38 @@ def generate(ctx: Context) -> DataFrame:
     return ctx.empty()
 
 
+_DESCRIBED = "col_name string, data_type string, comment string"
+
+
 def describe_table(ctx: Context) -> DataFrame | object:
     """``DESCRIBE [TABLE] [EXTENDED] t``: Spark's rows plus the partitioning section."""
     cur = Cursor(ctx.stmt)
     cur.next()  # DESCRIBE / DESC
     cur.accept("TABLE")
-    cur.accept("EXTENDED") or cur.accept("FORMATTED")
+    extended = cur.accept("EXTENDED") or cur.accept("FORMATTED")
     ref = cur.table()
     if not cur.done:
         return PASS  # DESCRIBE t column, DESCRIBE t PARTITION (...): Spark's
     entry = entry_of(ctx.spark, ref)
-    if entry is None:
-        return PASS
-    spark_rows = ctx.orig_sql(ctx.spark, ctx.stmt.text)
-    snapshot = table_log(entry.location).snapshot()
+    location = ref.path if entry is None else entry.location
+    if location is None or (extended and entry is None) or not table_log(location).exists():
+        return PASS  # a name of Spark's, no Delta table at the path, or EXTENDED of a path
+    snapshot = table_log(location).snapshot()
+    if entry is None:  # a path: Spark knows no table there; its columns, as Spark shows them
+        columns = [
+            (f.name, f.dataType.simpleString(), f.metadata.get("comment")) for f in snapshot.schema
+        ]
+        spark_rows = ctx.spark.createDataFrame(columns, _DESCRIBED)
+    else:
+        spark_rows = ctx.orig_sql(ctx.spark, ctx.stmt.text)
     if not snapshot.partition_columns:
         return spark_rows
     rows = [tuple(r) for r in spark_rows.collect()]
     types = {f.name: f for f in snapshot.schema}
-    section = [("# Partition Information", "", None), ("# col_name", "data_type", "comment")]
+    section: list[tuple[str, str, str | None]] = [
+        ("# Partition Information", "", ""),
+        ("# col_name", "data_type", "comment"),
+    ]
     for column in snapshot.partition_columns:
         field = types[column]
         section.append((column, field.dataType.simpleString(), field.metadata.get("comment")))

@@ -28,7 +28,7 @@ from headwater.engines.door import (
     with_default,
     with_generation,
 )
-from headwater.errors import HeadwaterError, TableAlreadyExistsError
+from headwater.errors import HeadwaterError, SchemaMismatchError, TableAlreadyExistsError
 from headwater.sql.context import PASS, Context
 from headwater.sql.cursor import Cursor, TableRef, is_name
 from headwater.sql.refs import entry_of, from_table, in_spark_catalog, is_delta, resolve_at
@@ -229,6 +229,14 @@ def _create_empty(
     ctx: Context, spec: _Spec, columns: StructType | None, replace: bool, if_not_exists: bool
 ) -> DataFrame:
     existing = spec.existing(ctx)
+    if columns and spec.location and (existing is None or (replace and spec.ref.path)):
+        # A table at the location is not replaced (delta-spark replaces tables by name only):
+        # the columns given must be its own; CREATE OR REPLACE by path then does nothing.
+        found = table_log(spec.location)
+        if found.exists():
+            _check_same_schema(found.root, found.snapshot().schema, columns)
+            if replace and existing is not None:
+                return ctx.empty()
     if existing is not None and replace:
         if not columns:
             raise ctx.stmt.error("CREATE OR REPLACE TABLE needs the new columns.")
@@ -257,6 +265,23 @@ def _create_empty(
         builder = builder.comment(spec.comment)
     builder.execute()
     return ctx.empty()
+
+
+def _check_same_schema(location: str, existing: StructType, specified: StructType) -> None:
+    """The columns a CREATE gives for a table already at ``location`` must be its own (names
+    and types, as delta-spark compares them)."""
+
+    def shape(schema: StructType) -> list[tuple[str, str]]:
+        return [(f.name, f.dataType.simpleString()) for f in schema]
+
+    if shape(existing) != shape(specified):
+        raise SchemaMismatchError(
+            f"[DELTA_CREATE_TABLE_SCHEME_MISMATCH] The specified schema does not match the "
+            f"existing schema at {location}: specified {specified.simpleString()}, existing "
+            f"{existing.simpleString()}. Omit the columns to keep the table as it is, or "
+            "replace it by name (CREATE OR REPLACE TABLE name ...) or by a write with "
+            "mode('overwrite') and overwriteSchema=true."
+        )
 
 
 def _create_schemaless(ctx: Context, spec: _Spec, if_not_exists: bool) -> DataFrame:
@@ -294,17 +319,12 @@ def _create_as_select(ctx: Context, spec: _Spec, replace: bool, if_not_exists: b
     if table is None:
         raise ctx.stmt.error("CREATE TABLE ... AS SELECT needs a table name or a LOCATION.")
     try:
-        result = table.write(
-            df, spec.write_spec(bool(existing)), spec.operation(True, bool(existing))
-        )
+        table.write(df, spec.write_spec(bool(existing)), spec.operation(True, bool(existing)))
     except BaseException:
         if new_entry:
             catalog.registry.remove(parse_name(spec.ref.name))
         raise
-    return ctx.rows(
-        {"num_affected_rows": result.num_rows, "num_inserted_rows": result.num_rows},
-        "num_affected_rows long, num_inserted_rows long",
-    )
+    return ctx.empty()  # as delta-spark's CTAS: no result rows
 
 
 def _query_start(ctx: Context) -> int:
@@ -349,7 +369,8 @@ def alter(ctx: Context) -> DataFrame | object:
     tree = parse(ctx.stmt, tokens)
     actions = tree.args.get("actions") if isinstance(tree, exp.Alter) else None
     supported = (
-        "supported on Delta tables: ADD COLUMN(S), SET / UNSET TBLPROPERTIES, ADD CONSTRAINT "
+        "supported on Delta tables: ADD COLUMN(S), RENAME COLUMN, DROP COLUMN(S), SET / UNSET "
+        "TBLPROPERTIES, ADD CONSTRAINT "
         "... CHECK, DROP CONSTRAINT, CLUSTER BY, ALTER COLUMN c TYPE / CHANGE COLUMN c c <type> "
         "[FIRST | AFTER x], ALTER COLUMN c DROP / SET NOT NULL"
     )
@@ -378,6 +399,13 @@ def alter(ctx: Context) -> DataFrame | object:
             _change_column(ctx, table, action, position)
         elif isinstance(action, exp.AlterColumn) and _nullability(action) is not None:
             table.change_column(action.this.name, nullable=_nullability(action))
+        elif isinstance(action, exp.RenameColumn):
+            table.rename_column(_path(action.this), action.args["to"].name)
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() in (
+            "COLUMN",
+            "COLUMNS",
+        ):
+            table.drop_columns(_dropped(action), bool(action.args.get("exists")))
         elif isinstance(action, exp.AddConstraint) and (check := _check(action)) is not None:
             table.add_constraint(*check)
         elif isinstance(action, exp.Drop) and str(action.args.get("kind")).upper() == "CONSTRAINT":
@@ -386,6 +414,20 @@ def alter(ctx: Context) -> DataFrame | object:
         else:
             raise ctx.stmt.error(f"ALTER TABLE {action.sql(DIALECT)} is not {supported}.")
     return ctx.empty()
+
+
+def _path(column: exp.Expression) -> list[str]:
+    """A column as written (``a``, ``a.b``): its names from the outermost."""
+    return [p.name for p in column.parts] if isinstance(column, exp.Column) else [column.name]
+
+
+def _dropped(action: exp.Drop) -> list[list[str]]:
+    """The columns of ``DROP COLUMN a.b`` / ``DROP COLUMNS (a, b)``."""
+    found = []
+    for node in action.args.get("tables") or []:
+        items = node.expressions if isinstance(node, exp.Schema) else [node]
+        found += [_path(item) for item in items]
+    return found
 
 
 def _is_type_change(action: exp.AlterColumn) -> bool:

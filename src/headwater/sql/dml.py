@@ -107,11 +107,7 @@ def insert(ctx: Context) -> DataFrame | object:
     if not isinstance(tree, exp.Insert):
         raise ctx.stmt.error("Expected INSERT INTO t ... SELECT/VALUES.")
     target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-    if target.args.get("partition") is not None or tree.args.get("partition"):
-        raise ctx.stmt.error(
-            "INSERT ... PARTITION (...) is not supported on Delta tables; select the partition "
-            "columns in the query (and use REPLACE WHERE to overwrite a partition)."
-        )
+    static = _static_partitions(ctx, target.args.get("partition") or tree.args.get("partition"))
     columns = (
         [_column_name(c) for c in tree.this.expressions]
         if isinstance(tree.this, exp.Schema)
@@ -121,18 +117,28 @@ def insert(ctx: Context) -> DataFrame | object:
     table = _open(ctx, ref, "INSERT", ref_tok.start)
     start = _insert_query_start(ctx, cur)
     source = ctx.query(start)
-    schema = table.log().snapshot().schema
+    snapshot = table.log().snapshot()
     try:
-        out = _arrange(source, schema, columns, bool(tree.args.get("by_name")))
+        out = _arrange(source, snapshot.schema, columns, bool(tree.args.get("by_name")), static)
     except SchemaMismatchError as e:
         raise cur.error(str(e), ref_tok) from e
-    replace_where = tree.args.get("where")
+    parts = {p.lower() for p in snapshot.partition_columns}
+    if set(static) - parts:
+        raise cur.error(
+            f"PARTITION ({', '.join(sorted(set(static) - parts))}): not a partition column of "
+            f"the table (partitioned by {', '.join(snapshot.partition_columns) or 'nothing'}).",
+            ref_tok,
+        )
+    where = tree.args.get("where")
+    replace_where = None if where is None else _sql(where, ctx)
+    if overwrite and static:  # INSERT OVERWRITE t PARTITION (p = v): those partitions only
+        replace_where = " AND ".join(f"`{c}` <=> {v}" for c, v in static.items())
     spec = WriteSpec(
         mode="overwrite" if overwrite or replace_where is not None else "append",
-        replace_where=None if replace_where is None else _sql(replace_where, ctx),
+        replace_where=replace_where,
     )
-    result = table.write(out, spec)
-    return _metrics(ctx, num_affected_rows=result.num_rows, num_inserted_rows=result.num_rows)
+    table.write(out, spec)
+    return ctx.empty()  # as delta-spark's INSERT: no result rows (the counts are in history)
 
 
 def _insert_query_start(ctx: Context, cur: Cursor) -> int:
@@ -160,10 +166,33 @@ def _starts_query(toks, j: int) -> bool:
     return t in _QUERY_START
 
 
-def _arrange(source: DataFrame, schema, columns: list[str] | None, by_name: bool) -> DataFrame:
+def _static_partitions(ctx: Context, partition: exp.Expression | None) -> dict[str, str]:
+    """``PARTITION (p = v, ...)`` of an INSERT: each column (lower case) with its value as
+    Spark SQL text. A column without a value (a dynamic partition) is refused."""
+    static: dict[str, str] = {}
+    for item in partition.expressions if isinstance(partition, exp.Partition) else []:
+        if not isinstance(item, exp.EQ):
+            raise ctx.stmt.error(
+                f"PARTITION ({item.sql(DIALECT)}): give the partition's value (PARTITION "
+                "(p = v)), or leave the clause out and select the column in the query."
+            )
+        static[_column_name(item.this).lower()] = _sql(item.expression, ctx)
+    return static
+
+
+def _arrange(
+    source: DataFrame,
+    schema,
+    columns: list[str] | None,
+    by_name: bool,
+    static: dict[str, str] | None = None,
+) -> DataFrame:
     """The rows in the table's column order and types, as Spark's INSERT maps them:
-    by position, by the listed columns, or BY NAME. Unlisted columns are left out: the
-    write gives them NULL, their DEFAULT or (generated columns) their expression."""
+    by position, by the listed columns, or BY NAME; ``static``: partition columns given a
+    value in ``PARTITION (p = v)``, which the query leaves out. Unlisted columns are left
+    out: the write gives them NULL, their DEFAULT or (generated columns) their
+    expression."""
+    static = static or {}
     by_lower = {f.name.lower(): f for f in schema}
     n = len(source.columns)
     if by_name:
@@ -175,10 +204,11 @@ def _arrange(source: DataFrame, schema, columns: list[str] | None, by_name: bool
                 f"INSERT lists {len(names)} column(s) but the query gives {n}."
             )
     else:
-        names = [f.name for f in schema]
+        names = [f.name for f in schema if f.name.lower() not in static]
         if n != len(names):
             raise SchemaMismatchError(
-                f"The table has {len(names)} column(s) ({', '.join(names)}) but the query gives "
+                f"[DELTA_INSERT_COLUMN_ARITY_MISMATCH] The table has {len(names)} column(s) "
+                f"({', '.join(names)}) but the query gives "
                 f"{n}. List the target columns: INSERT INTO t (a, b) SELECT ..."
             )
     unknown = [c for c in names if c.lower() not in by_lower]
@@ -187,10 +217,11 @@ def _arrange(source: DataFrame, schema, columns: list[str] | None, by_name: bool
             f"Column(s) {', '.join(unknown)} not in the table ({', '.join(by_lower)})."
         )
     positional = source.toDF(*[f"__hw_c{i}" for i in range(n)])
-    given = {name.lower(): f"__hw_c{i}" for i, name in enumerate(names)}
+    given = {name.lower(): F.col(f"__hw_c{i}") for i, name in enumerate(names)}
+    given.update({name: F.expr(value) for name, value in static.items()})
     return positional.select(
         *[
-            F.col(given[f.name.lower()]).cast(f.dataType).alias(f.name)
+            given[f.name.lower()].cast(f.dataType).alias(f.name)
             for f in schema
             if f.name.lower() in given
         ]
