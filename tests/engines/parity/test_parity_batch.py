@@ -213,34 +213,19 @@ def version_as_of_by_name(spark, root):
 
 OPERATIONS = [
     row(save),
-    row(
-        save_onto_a_table_fails,
-        known="headwater's error names no condition; delta-spark's is DELTA_PATH_EXISTS",
-    ),
+    row(save_onto_a_table_fails),
     row(append),
     row(overwrite),
     row(ignore),
     row(partition_by),
-    row(
-        partition_by_other_columns_fails,
-        known="headwater's error names no condition; delta-spark's is DELTA_METADATA_MISMATCH",
-    ),
+    row(partition_by_other_columns_fails),
     row(replace_where_partition),
     row(replace_where_data_column),
-    row(
-        replace_where_rows_outside_fail,
-        known="headwater's error names no condition; delta-spark's is DELTA_REPLACE_WHERE_MISMATCH",
-    ),
+    row(replace_where_rows_outside_fail),
     row(merge_schema),
-    row(
-        new_column_without_merge_schema_fails,
-        known="headwater's error names no condition; delta-spark's is DELTA_METADATA_MISMATCH",
-    ),
+    row(new_column_without_merge_schema_fails),
     row(overwrite_schema),
-    row(
-        overwrite_with_another_schema_fails,
-        known="headwater's error names no condition; delta-spark's is DELTA_FAILED_TO_MERGE_FIELDS",
-    ),
+    row(overwrite_with_another_schema_fails),
     row(save_as_table),
     row(save_as_table_overwrite),
     row(save_as_table_at_a_location),
@@ -249,17 +234,11 @@ OPERATIONS = [
         known="saveAsTable without .format makes a Parquet table on delta-spark (being fixed)",
     ),
     row(insert_into),
-    row(
-        write_to,
-        known="writeTo(...).create() commits 'WRITE' on headwater, 'CREATE TABLE AS SELECT' on delta-spark",
-    ),
+    row(write_to),
     row(spark_table),
     row(version_as_of),
     row(timestamp_as_of),
-    row(
-        version_after_the_latest_fails,
-        known="headwater's error names no condition; delta-spark's is DELTA_VERSION_NOT_FOUND",
-    ),
+    row(version_after_the_latest_fails),
     row(version_as_of_by_name),
 ]
 

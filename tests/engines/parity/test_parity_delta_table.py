@@ -285,49 +285,25 @@ OPERATIONS = [
     row(for_name),
     row(
         history,
-        known="isBlindAppend of the write that creates a table: False on headwater, True on "
-        "delta-spark",
         documented=["isolation-default"],
     ),
-    row(
-        history_operation_metrics,
-        known="DELETE/UPDATE/MERGE commit fewer operationMetrics on headwater (no numAddedBytes, numRemovedBytes, numDeletionVectors*, times...)",
-    ),
+    row(history_operation_metrics),
     row(detail),
-    row(
-        detail_location,
-        known="detail()'s location: a bare path on headwater, 'file:<path>' on delta-spark",
-    ),
+    row(detail_location),
     row(optimize_compaction),
     row(optimize_a_partition),
     row(optimize_z_order),
-    row(
-        optimize_result_path,
-        known="OPTIMIZE's result path: a bare path on headwater, 'file:<path>' on delta-spark",
-    ),
+    row(optimize_result_path),
     row(vacuum),
-    row(
-        vacuum_result,
-        known="vacuum()'s DataFrame: one row (the table's path) on headwater, no row on delta-spark",
-    ),
+    row(vacuum_result),
     row(vacuum_under_the_retention_fails),
     row(restore_to_version),
-    row(
-        restore_result,
-        known="RESTORE's result: 2 columns (numRemovedFile, numRestoredFile) on headwater, 6 "
-        "on delta-spark (table_size_after_restore, num_of_files_after_restore, "
-        "num_removed_files, num_restored_files, removed_files_size, restored_files_size)",
-    ),
+    row(restore_result),
     row(generate_manifest),
-    row(
-        upgrade_table_protocol,
-        known="upgradeTableProtocol commits 'UPGRADE PROTOCOL' on headwater, 'SET TBLPROPERTIES' on delta-spark",
-    ),
+    row(upgrade_table_protocol),
     row(add_feature_support),
     row(
         create_builder,
-        known="DeltaTable.create with a generated column and delta.appendOnly: protocol (1, 4) "
-        "on headwater, (1, 7) with writer features on delta-spark",
         documented=["read-nullability"],
     ),
 ]

@@ -134,11 +134,7 @@ OPERATIONS = [
     row(auto_loader_csv_inferred),
     row(auto_loader_new_columns),
     row(auto_loader_rescued_data),
-    row(
-        auto_loader_into_a_table,
-        known="toTable creating its table: version 0 is 'WRITE' on headwater, 'CREATE TABLE' "
-        "on delta-spark",
-    ),
+    row(auto_loader_into_a_table),
     row(copy_into_json, documented=["copy-into-commits"]),
     row(copy_into_csv_merging_the_schema, documented=["copy-into-commits"]),
     row(copy_into_a_select_of_some_files, documented=["copy-into-commits"]),
