@@ -6,12 +6,8 @@ is kept in this repository."""
 
 from __future__ import annotations
 
-import pytest
 from pipeline_cdc_oracle import scd1
 from pipeline_corpus import Docstring, Pipeline, assert_rows
-from test_published_spark import UNQUALIFIED
-
-from headwater.errors import PipelineDefinitionError
 
 PYPI = "https://pypi.org/project/pyspark/4.3.0/"
 APACHE = "Apache License 2.0"
@@ -35,7 +31,6 @@ IMPORT = "from pyspark.pipelines import create_auto_cdc_flow, create_streaming_t
 SOURCE_SCHEMA = "key string, value string, sequence_expr bigint, note string"
 
 
-@pytest.mark.xfail(strict=True, raises=PipelineDefinitionError, reason=UNQUALIFIED)
 def test_docstring_auto_cdc_flow_into_a_streaming_table(tmp_path, spark):
     """``create_streaming_table("target")`` then the AUTO CDC flow of the docstring (keys
     ``key``, sequence ``sequence_expr``, ``column_list=["key", "value"]``, the SCD type

@@ -19,11 +19,6 @@ from pipeline_sources import SOURCES
 
 from headwater.errors import PipelineDefinitionError
 
-UNQUALIFIED = (
-    "an unqualified name of a table outside the pipeline is looked up in the session's current "
-    "database, not the pipeline's (the spec's database)"
-)
-
 SAMPLES_EDIT = Edit(
     "samples.tpch.",
     "{database}.",
@@ -154,7 +149,6 @@ def run_two_flows(tmp_path, spark, key: str, file: str) -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, raises=PipelineDefinitionError, reason=UNQUALIFIED)
 def test_guide_append_flows_python(tmp_path, spark):
     run_two_flows(tmp_path, spark, "guide_flows_python", "customers_us.py")
 
@@ -168,7 +162,6 @@ def test_guide_append_flows_sql(tmp_path, spark):
     run_two_flows(tmp_path, spark, "guide_flows_sql", "customers_us.sql")
 
 
-@pytest.mark.xfail(strict=True, raises=PipelineDefinitionError, reason=UNQUALIFIED)
 def test_guide_querying_tables_sql(tmp_path, spark):
     pipeline = Pipeline.create(tmp_path, spark, "guide_query_sql")
     zone = ZoneInfo(spark.conf.get("spark.sql.session.timeZone"))

@@ -18,7 +18,6 @@ import datetime as dt
 import pytest
 from pipeline_corpus import Edit, Pipeline, assert_rows, edited, json_lines
 from pipeline_sources import SOURCES
-from test_published_spark import UNQUALIFIED
 
 from headwater.errors import PipelineDefinitionError
 
@@ -28,10 +27,6 @@ TRIPS_SCHEMA = (
     "fare_amount double, pickup_zip int, dropoff_zip int"
 )
 TRIPS_COLUMNS = [c.split()[0] for c in TRIPS_SCHEMA.split(", ")]
-STREAM_NAME = (
-    "STREAM <name> without parentheses is taken as a batch read "
-    "(PIPELINE_BATCH_INTO_STREAMING_TABLE)"
-)
 
 
 def trips(start: int, n: int) -> list[tuple]:
@@ -130,8 +125,9 @@ def test_guide_streaming_table_python(tmp_path, spark):
     updates_over_trips(pipeline, ["basic_st"])
 
 
-@pytest.mark.xfail(strict=True, raises=PipelineDefinitionError, reason=STREAM_NAME)
 def test_guide_streaming_table_sql(tmp_path, spark):
+    """``FROM STREAM samples.nyctaxi.trips`` (no parentheses, a table outside the
+    pipeline): each update appends only the new trips."""
     pipeline = guide_pipeline(tmp_path, spark, "guide_st_sql", "st.sql")
     updates_over_trips(pipeline, ["basic_st"])
 
@@ -150,7 +146,6 @@ def test_guide_temporary_view_is_not_stored(tmp_path, spark, key, file):
     assert not spark.catalog.tableExists("basic_tv")
 
 
-@pytest.mark.xfail(strict=True, raises=PipelineDefinitionError, reason=UNQUALIFIED)
 def test_guide_flow_concept_sql(tmp_path, spark):
     """ "Key Concepts: Flows": ``CREATE STREAMING TABLE target_table AS SELECT * FROM STREAM
     source_table`` over a table of the pipeline's database, two updates."""
