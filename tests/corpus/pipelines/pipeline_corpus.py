@@ -2,8 +2,9 @@
 edits the README allows, the pipeline folder it runs in and the comparison with an oracle
 computed without headwater. Spark-free but for :meth:`Pipeline.run` and :meth:`Pipeline.rows`.
 
-The examples' text is not kept in this repository (their licences do not let it be copied
-here): each is read at test time from the corpus folder, ``$HEADWATER_PIPELINE_CORPUS`` or
+Most examples' text is not kept in this repository (their licences do not let it be copied
+here; Spark's programming guide, Apache-2.0, is the exception: ``spark_guide_text.py``, and
+pyspark's docstrings are read from the installed package): each other one is read at test time from the corpus folder, ``$HEADWATER_PIPELINE_CORPUS`` or
 ``../shared/compat/pipelines`` beside the checkout (as ``tests/delta/test_compat_corpus.py``
 reads its tables), at ``<owner>/<repo>/<commit>/<path>``, and checked against the SHA-256
 of the file at that commit; a case whose file is missing is skipped with what to put where.
@@ -42,7 +43,9 @@ def corpus_folder() -> Path:
 class Source:
     """One published file: a repository's file at a commit (``url`` is where a reader
     sees it), or with ``block`` the code block of language ``lang`` under that heading of
-    a Markdown file (a documentation page's example)."""
+    a Markdown file (a documentation page's example). ``kept`` is the text itself when its
+    licence lets this repository keep a copy (``spark_guide_text.py``): such a case runs
+    wherever the tests run, CI included."""
 
     repo: str
     path: str
@@ -52,6 +55,7 @@ class Source:
     licence: str
     block: str = ""
     lang: str = ""
+    kept: str = ""
 
     @property
     def location(self) -> Path:
@@ -67,12 +71,48 @@ class Source:
     def text(self) -> str:
         """The file, exactly as published, or a skip naming what is missing."""
         where = self.location
-        if not where.is_file():
+        if self.kept:
+            data = self.kept.encode("utf-8")
+        elif where.is_file():
+            data = where.read_bytes()
+        else:
             pytest.skip(f"corpus file missing: {self.repo}@{self.commit}:{self.path} at {where}")
-        data = where.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
-        assert digest == self.sha256, f"{where} is not the published file (sha256 {digest})"
+        assert digest == self.sha256, f"{self.url}: not the published text (sha256 {digest})"
         return data.decode("utf-8")
+
+
+@dataclass(frozen=True)
+class Docstring:
+    """An example an installed package prints in a docstring (the lines under its
+    ``Example:``, dedented): the package ships the text, so the test reads it where the
+    package is installed, in CI too, and nothing of it is kept here. ``sha256`` pins the
+    text: a new version of the package that changes it fails the test by name."""
+
+    module: str
+    name: str
+    sha256: str
+    url: str
+    licence: str
+
+    def text(self) -> str:
+        import importlib
+        import inspect
+
+        doc = inspect.getdoc(getattr(importlib.import_module(self.module), self.name)) or ""
+        lines = doc.splitlines()
+        assert "Example:" in lines, f"{self.module}.{self.name} has no Example: in its docstring"
+        block: list[str] = []
+        for line in lines[lines.index("Example:") + 1 :]:
+            if line.strip() and not line.startswith(" "):
+                break
+            block.append(line)
+        text = textwrap.dedent("\n".join(block)).strip("\n") + "\n"
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert digest == self.sha256, (
+            f"the example of {self.module}.{self.name} changed (sha256 {digest}): {text!r}"
+        )
+        return text
 
 
 @dataclass(frozen=True)

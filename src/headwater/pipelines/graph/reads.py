@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from headwater.adapter.resolution import resolving
@@ -85,10 +86,28 @@ class PipelineReads:
                     self.origin.file,
                     self.origin.line,
                 )
-            return None
+            return self.outside_in_database(name, key, streaming, options or {})
         if (key, streaming) not in self.reads:
             self.reads.append((key, streaming))
         return self.source(self, key, streaming, options or {})
+
+    def outside_in_database(
+        self, name: str, key: str, streaming: bool, options: Mapping[str, str]
+    ) -> DataFrame | None:
+        """A table outside the pipeline named without a database (``key`` is then the
+        name in the pipeline's database): read from there when the pipeline's database
+        has it, as Spark resolves names against the spec's database; else None (the read
+        goes on to Spark, which looks in the session's current database)."""
+        if not self.names.database or "." in name.strip().replace("`.`", "."):
+            return None
+        with resolving(None):
+            try:
+                if not self.spark.catalog.tableExists(key):
+                    return None
+            except PySparkException:  # a name Spark's parser does not take as written
+                return None
+            reader = self.spark.readStream if streaming else self.spark.read
+            return reader.options(**dict(options)).table(key)
 
     def schema_location(self) -> str | None:
         location = self.schema_root(self.sources_seen)
@@ -108,6 +127,8 @@ class PipelineReads:
         names: dict[Reference | FileSource | KafkaSource, str] = {}
         for ref in query.references:
             df = self.table(f"LIVE.{ref.name}" if ref.live else ref.name, ref.streaming)
+            if df is None and ref.streaming:
+                df = self.stream_outside(ref.name)
             if df is not None:
                 names[ref] = self.view_of(df)
         for src in query.file_sources:
@@ -117,6 +138,13 @@ class PipelineReads:
                 names[src] = self.view_of(self.read_files(src))
         with resolving(None):
             return self.spark.sql(query.render(names, self.names.database))
+
+    def stream_outside(self, name: str) -> DataFrame:
+        """``STREAM x`` of a table outside the pipeline: a streaming read of it, as
+        ``spark.readStream.table("x")`` is in Python (the rendered query drops ``STREAM``,
+        so left as written it would be a batch read)."""
+        with resolving(None):
+            return self.spark.readStream.table(name)
 
     def read_files(self, src: FileSource) -> DataFrame:
         """``read_files``/``cloud_files``: Auto Loader under ``STREAM`` (its options may be
