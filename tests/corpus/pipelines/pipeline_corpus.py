@@ -2,9 +2,9 @@
 edits the README allows, the pipeline folder it runs in and the comparison with an oracle
 computed without headwater. Spark-free but for :meth:`Pipeline.run` and :meth:`Pipeline.rows`.
 
-Most examples' text is not kept in this repository (their licences do not let it be copied
-here; Spark's programming guide, Apache-2.0, is the exception: ``spark_guide_text.py``, and
-pyspark's docstrings are read from the installed package): each other one is read at test time from the corpus folder, ``$HEADWATER_PIPELINE_CORPUS`` or
+The examples' text is not kept in this repository (no published text is copied here;
+pyspark's docstrings are read from the installed package): each other one is read at test
+time from the corpus folder, ``$HEADWATER_PIPELINE_CORPUS`` or
 ``../shared/compat/pipelines`` beside the checkout (as ``tests/delta/test_compat_corpus.py``
 reads its tables), at ``<owner>/<repo>/<commit>/<path>``, and checked against the SHA-256
 of the file at that commit; a case whose file is missing is skipped with what to put where.
@@ -43,9 +43,7 @@ def corpus_folder() -> Path:
 class Source:
     """One published file: a repository's file at a commit (``url`` is where a reader
     sees it), or with ``block`` the code block of language ``lang`` under that heading of
-    a Markdown file (a documentation page's example). ``kept`` is the text itself when its
-    licence lets this repository keep a copy (``spark_guide_text.py``): such a case runs
-    wherever the tests run, CI included."""
+    a Markdown file (a documentation page's example)."""
 
     repo: str
     path: str
@@ -55,7 +53,6 @@ class Source:
     licence: str
     block: str = ""
     lang: str = ""
-    kept: str = ""
 
     @property
     def location(self) -> Path:
@@ -71,9 +68,7 @@ class Source:
     def text(self) -> str:
         """The file, exactly as published, or a skip naming what is missing."""
         where = self.location
-        if self.kept:
-            data = self.kept.encode("utf-8")
-        elif where.is_file():
+        if where.is_file():
             data = where.read_bytes()
         else:
             pytest.skip(f"corpus file missing: {self.repo}@{self.commit}:{self.path} at {where}")

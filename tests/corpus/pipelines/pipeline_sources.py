@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from pipeline_corpus import Source, markdown_block
-from spark_guide_text import GUIDE_BLOCKS
 
 DLT_NOTEBOOKS = "databricks/delta-live-tables-notebooks"
 DLT_NOTEBOOKS_AT = "6ce7841e2ec6cfb2177f039bbc17b9b02976e2a9"  # 2025-03-12
@@ -38,12 +37,10 @@ DATABRICKS_LICENCE = "Databricks License: use with the Databricks platform only"
 
 
 def _guide(heading: str, lang: str, sha256: str) -> Source:
-    """A code block of Spark's declarative pipelines programming guide (Apache-2.0: its
-    copy in ``spark_guide_text.py`` is the text the tests run)."""
+    """A code block of Spark's declarative pipelines programming guide."""
     anchor = "-".join(heading.lower().split())
     url = f"https://github.com/{SPARK}/blob/{SPARK_AT}/{SPARK_GUIDE}#{anchor}"
-    kept = GUIDE_BLOCKS[heading, lang]
-    return Source(SPARK, SPARK_GUIDE, SPARK_AT, sha256, url, APACHE, heading, lang, kept)
+    return Source(SPARK, SPARK_GUIDE, SPARK_AT, sha256, url, APACHE, heading, lang)
 
 
 def _github(repo: str, commit: str, path: str, sha256: str, licence: str) -> Source:

@@ -3,8 +3,8 @@ writes (made by pyspark's ``init_cli.init`` itself, so nothing of it is copied),
 examples of the programming guide: tables made in a ``for`` loop over a table read when the
 sources load (with temporary views), several append flows into one streaming table in
 Python and in SQL, and streaming tables and materialized views reading each other in SQL.
-The guide's text is kept in ``spark_guide_text.py`` (Apache-2.0), so these run in CI; its
-Kafka examples need a broker: left out."""
+The guide's text is read from the corpus folder (not kept here); its Kafka examples need a
+broker: left out."""
 
 from __future__ import annotations
 

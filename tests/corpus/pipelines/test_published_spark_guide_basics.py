@@ -4,8 +4,8 @@
 materialized view, a temporary view and a streaming table in Python and in SQL, a
 materialized view over a batch JSON read, the streaming table of "Key Concepts: Flows", the
 example spec file, and the Python "Querying Tables" example, which does not parse. Their
-text is kept in ``spark_guide_text.py`` (the guide's licence allows it), so these cases run
-in CI; the Kafka examples need a broker and are left out.
+text is read from the corpus folder, as every case's but pyspark's docstrings; the Kafka
+examples need a broker and are left out.
 
 The guide reads the sample catalog's ``samples.nyctaxi.trips``: the test makes a ``trips``
 table in its own database with the sample's columns (NULLs and a repeated row among them),
