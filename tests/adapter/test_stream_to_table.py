@@ -69,3 +69,23 @@ def test_partitioned_to_table_creates_the_table_at_start_and_restarts(spark, tmp
         query.stop()
     ids = sorted(r.id for r in spark.table("stream_created_at_start").collect())
     assert ids == [1, 2, 3]
+
+
+def test_foreach_batch_replaces_the_delta_format_as_in_spark(spark, tmp_path):
+    """``writeStream.format("delta").foreachBatch(f).start()``: Spark runs ``f`` and writes
+    no Delta table (no path needed), as the platform's merge examples write it."""
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    _land(landing, "a.json", [{"id": 1}, {"id": 2}])
+    seen: list[int] = []
+    query = (
+        spark.readStream.schema("id long")
+        .json(str(landing))
+        .writeStream.format("delta")
+        .foreachBatch(lambda df, _: seen.extend(r.id for r in df.collect()))
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert sorted(seen) == [1, 2]

@@ -110,3 +110,23 @@ def test_csv_date_format_misfits_are_rescued_in_a_stream(spark, tmp_path):
     rows = sorted(rows, key=lambda r: r["id"])
     assert [(r["id"], str(r["day"])) for r in rows] == [(1, "2024-04-08"), (2, "None")]
     assert json.loads(rows[1]["_rescued_data"])["day"] == "2024-04-09"
+
+
+def test_a_given_schema_gains_the_rescue_column_asked_for_or_of_rescue_mode(spark, tmp_path):
+    """With ``.schema(...)``, ``rescuedDataColumn`` (or ``schemaEvolutionMode`` rescue)
+    adds the column to the stream's rows, as Auto Loader does: a value that does not fit
+    the given type, and a header column the schema lacks, are kept there."""
+    for mode in (
+        {"rescuedDataColumn": "_rescued_data"},
+        {"cloudFiles__schemaEvolutionMode": "rescue"},
+    ):
+        root = tmp_path / next(iter(mode))
+        _write(str(root / "land" / "a.csv"), "id,amount,note\n1,10,x\n2,oops,\n")
+        _, rows = _run(spark, root, "csv", "id int, amount int", header="true", **mode)
+        rows = sorted(rows, key=lambda r: r["id"])
+        assert [(r["id"], r["amount"]) for r in rows] == [(1, 10), (2, None)]
+        rescued = [json.loads(r["_rescued_data"]) for r in rows]
+        assert [{k: v for k, v in r.items() if k != "_file_path"} for r in rescued] == [
+            {"note": "x"},
+            {"amount": "oops"},
+        ]

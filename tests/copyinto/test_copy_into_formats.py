@@ -154,3 +154,15 @@ def test_csv_format_options_from_the_shared_table(spark, tmp_path):
         {"id": 1, "day": dt.date(2024, 4, 8), "note": None},
         {"id": 2, "day": dt.date(1999, 12, 31), "note": "x "},
     ]
+
+
+def test_csv_empty_fields_are_null_by_default_as_spark_reads_them(spark, tmp_path):
+    """Spark's CSV reader (nullValue and emptyValue both "") reads ``a,,b`` and ``a,"",b``
+    as NULL in a string column too; ``emptyValue`` set apart keeps the quoted one."""
+    src = tmp_path / "src"
+    write_text(src, "a.csv", 'id,note\n1,\n2,""\n3,x\n')
+    for name, opts in (("d", {}), ("e", {"emptyValue": "E"})):
+        target = table(spark, tmp_path / name, "id int, note string")
+        copy_into(spark, target, str(src), "CSV", format_options={"header": "true", **opts})
+        notes = [r["note"] for r in sorted(rows(tmp_path / name), key=lambda r: r["id"])]
+        assert notes == ([None, None, "x"] if not opts else [None, "E", "x"])

@@ -80,6 +80,13 @@ CSV = [
         {"header": "true", "nullValue": "NA", "emptyValue": "EMPTY"},
     ),
     Case(
+        "empty_values_by_default",
+        "csv",
+        's,t,n\n,1,\n"",2,""\nx,,3\n',
+        "s string, t string, n int",
+        {"header": "true"},
+    ),
+    Case(
         "nan_and_infinities",
         "csv",
         "a,b\nnot-a-number,big\nsmall,1.5\n",

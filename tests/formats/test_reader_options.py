@@ -65,8 +65,9 @@ RAGGED = "7,7,extra\n"  # sends the chunk down the per-row path
         ({"emptyValue": ""}, [None, None, "NA", " x ", " y ", "NA"]),
         ({"ignoreLeadingWhiteSpace": "true", "ignoreTrailingWhiteSpace": "true",
           "nullValue": ""}, [None, None, "NA", " x ", "y", "NA"]),
-        ({"ignoreLeadingWhiteSpace": "true"}, ["", "", "NA", " x ", "y ", "NA"]),
-        ({}, ["", "", "NA", " x ", " y ", "NA"]),
+        ({"ignoreLeadingWhiteSpace": "true"}, [None, None, "NA", " x ", "y ", "NA"]),
+        ({"nullValue": "NA", "emptyValue": "NA"}, [None, None, None, " x ", " y ", None]),
+        ({}, [None, None, "NA", " x ", " y ", "NA"]),
     ],
 )  # fmt: skip
 def test_csv_empty_null_and_whitespace_values_alike_on_both_paths(tmp_path, options, expected):

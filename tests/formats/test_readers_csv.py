@@ -46,7 +46,7 @@ def test_csv_mismatched_values_are_rescued_and_empty_values_are_null(tmp_path):
     sch = schema(id=LongType(), day=DateType(), ok=BooleanType(), name=StringType())
     day = datetime.date(2024, 1, 2)
     assert read(path, "csv", sch) == [
-        {"id": None, "day": day, "ok": True, "name": "", RESCUE: rescued(path, id="x")},
+        {"id": None, "day": day, "ok": True, "name": None, RESCUE: rescued(path, id="x")},
         {
             "id": 2,
             "day": None,
@@ -54,7 +54,7 @@ def test_csv_mismatched_values_are_rescued_and_empty_values_are_null(tmp_path):
             "name": "b",
             RESCUE: rescued(path, day="someday", ok="maybe"),
         },
-        {"id": None, "day": None, "ok": None, "name": "", RESCUE: None},
+        {"id": None, "day": None, "ok": None, "name": None, RESCUE: None},
     ]
 
 

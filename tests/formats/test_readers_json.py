@@ -436,7 +436,7 @@ def test_csv_values_fit_the_same_on_the_arrow_path_and_the_per_row_path(tmp_path
         "b": 1000.0,
         "c": ts(2024, 1, 2),
         "d": False,
-        "e": "",
+        "e": None,
         RESCUE: rescued(clean, a="q"),
     }
     assert slow_rows[-1] == {
@@ -444,6 +444,6 @@ def test_csv_values_fit_the_same_on_the_arrow_path_and_the_per_row_path(tmp_path
         "b": None,
         "c": None,
         "d": None,
-        "e": "",
+        "e": None,
         RESCUE: rescued(clean, _c5="extra"),
     }

@@ -111,6 +111,8 @@ PATCHES: tuple[Patch, ...] = (
         Patch(DataStreamWriter, "partitionBy", recording.partition_by, "(self, *cols: str)"),
         Patch(DataStreamWriter, "queryName", recording.query_name, "(self, queryName: str)"),
         Patch(DataStreamWriter, "clusterBy", recording.cluster_by, "(self, *cols: str)"),
+        Patch(DataStreamWriter, "foreachBatch", recording.foreach_batch, "(self, func: "),
+        Patch(DataStreamWriter, "foreach", recording.foreach, "(self, f: "),
     ),
     Patch(DataFrameWriterV2, "using", recording.using, "(self, provider: str)"),
     Patch(DataFrameWriterV2, "option", recording.option, _OPTION),

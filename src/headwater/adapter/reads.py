@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from headwater import api
 from headwater.adapter import resolution
@@ -101,6 +101,8 @@ def stream_reader_load(original: Method) -> Method:
             parsed = CloudFilesOptions.parse(opts, user_schema=given)  # errors name options
             if given:  # the source cannot tell a given schema from its own inference
                 self.option(USER_SCHEMA_OPTION, "true")
+                if parsed.rescue_column:  # the source's rows carry it: Spark must expect it
+                    schema = with_column(schema or state.schema, parsed.rescue_column, StringType())
                 if parsed.file_metadata_column:
                     schema = with_file_metadata(schema or state.schema, parsed.file_metadata_column)
         elif state.is_format("delta", format):
@@ -124,7 +126,15 @@ def _pop_path(options: dict[str, str]) -> str | None:
 def with_file_metadata(schema: StructType | str, column: str) -> StructType:
     """A schema given to Auto Loader, plus its ``headwater.fileMetadataColumn``: the
     source's rows carry that column, so Spark must expect it."""
+    return with_column(schema, column, FILE_METADATA, False)
+
+
+def with_column(
+    schema: StructType | str, column: str, dtype: DataType, nullable: bool = True
+) -> StructType:
+    """A schema given to Auto Loader, plus a column its source adds (the rescue column,
+    the file metadata column), unless the schema names it already."""
     struct = schema if isinstance(schema, StructType) else parse_schema(schema)
     if column in struct.fieldNames():
         return struct
-    return StructType([*struct.fields, StructField(column, FILE_METADATA, False)])
+    return StructType([*struct.fields, StructField(column, dtype, nullable)])

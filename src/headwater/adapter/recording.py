@@ -35,6 +35,17 @@ def _format(state: BuilderState, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     state.format = str(_first(args, kwargs, "source")).lower()
 
 
+def _sink_function(sink: str) -> Note:
+    """``foreachBatch(f)``/``foreach(f)``: Spark's writer then runs ``f`` whatever format was
+    set before (``format("delta").foreachBatch(f)`` does not write Delta), so the recorded
+    format becomes Spark's name for that sink."""
+
+    def note(state: BuilderState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        state.format = sink
+
+    return note
+
+
 def _using(state: BuilderState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     state.format = str(_first(args, kwargs, "provider")).lower()
 
@@ -94,6 +105,8 @@ def _partitioned_by(state: BuilderState, args: tuple[Any, ...], kwargs: dict[str
 
 format_ = recorder(_format)
 using = recorder(_using)
+foreach_batch = recorder(_sink_function("foreachbatch"))
+foreach = recorder(_sink_function("foreach"))
 option = recorder(_option)
 options = recorder(_options)
 mode = recorder(_mode)

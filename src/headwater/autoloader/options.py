@@ -171,7 +171,12 @@ class CloudFilesOptions:
         rescue = (
             o.get("rescueddatacolumn")
             if rescue_given
-            else (None if user_schema or fmt == "binaryfile" else "_rescued_data")
+            # a given schema has none unless asked, but rescue mode keeps what does not fit
+            else (
+                None
+                if (user_schema and mode != "rescue") or fmt == "binaryfile"
+                else "_rescued_data"
+            )
         )
         parts = o.get("cloudfiles.partitioncolumns")
         return cls(

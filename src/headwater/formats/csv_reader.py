@@ -7,10 +7,9 @@ such); without, by position (``_c<i>`` beyond the schema). Fields beyond the hea
 ``_c<index>``. A chunk goes per row (:mod:`headwater.formats.csv_records`) only where Arrow
 would not read it exactly (see there).
 
-Empty values: with neither ``nullValue`` nor ``emptyValue`` set, an empty value is null in
-every column but a string one, where it is ``""``. With either set, values follow Spark: an
-unquoted empty value is null, a quoted one (``""``) is ``emptyValue`` (default ``""``), and
-a value equal to ``nullValue`` is null.
+Empty values follow Spark's CSV reader: an unquoted empty value is null, a quoted one
+(``""``) is ``emptyValue``, and a value equal to ``nullValue`` is null. Both default to
+``""``, so by default an empty value, quoted or not, is null in every column, strings too.
 """
 
 from __future__ import annotations
@@ -38,17 +37,22 @@ def cell(record: Record, i: int, opts: CsvOptions) -> str | None:
     return _cell(record.values, record.quoted, i, opts)
 
 
-def _cell(values: list[str], quoted: list[bool], i: int, opts: CsvOptions) -> str | None:
+def _quotes_matter(opts: CsvOptions) -> bool:
+    """Whether an empty value's quotes change what it reads as (``emptyValue`` is not
+    ``nullValue``); when not, the per-row path need not track them."""
+    return (opts.empty_value or "") != (opts.null_value or "")
+
+
+def _cell(values: list[str], quoted: list[bool] | None, i: int, opts: CsvOptions) -> str | None:
+    """``quoted`` may be None only where quotes do not matter (see :func:`_quotes_matter`)."""
     if i >= len(values):
         return None
     value = values[i]
-    spark_empties = opts.null_value is not None or opts.empty_value is not None
-    if not spark_empties or value != "":
-        return value if value != opts.null_value else None
-    if not quoted[i]:
-        return None
-    empty = opts.empty_value or ""
-    return None if empty == (opts.null_value or "") else empty
+    if value == "":
+        if quoted is None or not quoted[i]:
+            return None  # unquoted: nullValue, as univocity reads it
+        value = opts.empty_value or ""
+    return None if value == (opts.null_value or "") else value
 
 
 class _CsvReader:
@@ -58,7 +62,6 @@ class _CsvReader:
         self.conf, self.opts = conf, opts
         self.dialect = Dialect.of(opts)
         self.sep = (opts.line_sep or "\n").encode()
-        self.spark_empties = opts.null_value is not None or opts.empty_value is not None
         self.trims = opts.ignore_leading_white_space or opts.ignore_trailing_white_space
         self.names: list[str] = []
         q = opts.quote.encode()
@@ -126,16 +129,14 @@ class _CsvReader:
                 trimmed = pc.utf8_ltrim(trimmed, characters=WHITESPACE)
             if self.opts.ignore_trailing_white_space:
                 trimmed = pc.utf8_rtrim(trimmed, characters=WHITESPACE)
-            if self.spark_empties:  # an unquoted value of whitespace only: empty, so null
-                blank = pc.and_(pc.equal(trimmed, ""), pc.not_equal(values, ""))
-                trimmed = pc.if_else(blank, None, trimmed)
+            # an unquoted value of whitespace only: empty, so null
+            blank = pc.and_(pc.equal(trimmed, ""), pc.not_equal(values, ""))
+            trimmed = pc.if_else(blank, None, trimmed)
             values = trimmed
         return self._empties(values)
 
     def _empties(self, values: pa.Array) -> pa.Array:
         """Quoted empty values (unquoted ones are null already) and ``nullValue``."""
-        if not self.spark_empties:
-            return values
         if self.opts.empty_value:
             values = pc.if_else(pc.equal(values, ""), self.opts.empty_value, values)
         null_value = self.opts.null_value if self.opts.null_value is not None else ""
@@ -159,7 +160,7 @@ class _CsvReader:
         self.parse.invalid_row_handler = skip
         convert = pacsv.ConvertOptions(
             column_types=dict.fromkeys(cols, pa.string()),
-            strings_can_be_null=self.spark_empties,
+            strings_can_be_null=True,
             null_values=[""],
             quoted_strings_can_be_null=False,
         )
@@ -186,19 +187,13 @@ class _CsvReader:
     # -- the per-row path ----------------------------------------------------------------
 
     def slow(self, chunk: bytes, _first_line: int) -> pa.Table:
-        rows = self.dialect.rows(chunk.decode(), quoted=self.spark_empties)
+        rows = self.dialect.rows(chunk.decode(), quoted=_quotes_matter(self.opts))
         lengths = [len(values) for values in rows.values]
+        flags: list[list[bool]] | list[None] = rows.quoted or [None] * len(rows.values)
         cols = []
         for i in range(max([len(self.names), *lengths])):  # beyond the header: "_c<index>"
             name = self.names[i] if i < len(self.names) else f"_c{i}"
-            if rows.quoted is None:  # values as they are (see cell)
-                column = [
-                    v[i] if i < n else None for v, n in zip(rows.values, lengths, strict=True)
-                ]
-            else:
-                column = [
-                    _cell(v, q, i, self.opts) for v, q in zip(rows.values, rows.quoted, strict=True)
-                ]
+            column = [_cell(v, q, i, self.opts) for v, q in zip(rows.values, flags, strict=True)]
             cols.append((name, pa.array(column, pa.string())))
         widths = np.array(lengths, np.int64) - len(self.names)
         return self.conf.assemble(len(lengths), cols, texts=rows.texts, widths=widths)

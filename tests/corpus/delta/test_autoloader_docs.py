@@ -40,9 +40,8 @@ SCHEMA_LOCATION_REQUIRED = pytest.mark.xfail(
 )
 RESCUE_WITH_SCHEMA = pytest.mark.xfail(
     strict=True,
-    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema; then "
-    "rescuedDataColumn with a given schema is ignored: values that do not fit become NULL, "
-    "unrescued",
+    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (with it "
+    "the case passes: rescuedDataColumn with a given schema is honoured)",
 )
 
 
@@ -146,9 +145,8 @@ def test_enable_easy_etl(spark, tmp_path):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema; with it, "
-    "rescue mode adds no _rescued_data to a given schema (new fields and values that do "
-    "not fit are lost); start(path) with no format writes Parquet",
+    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (with it "
+    "and format('delta'), the case passes); start(path) with no format writes Parquet",
 )
 def test_prevent_data_loss_in_well_structured_data(spark, tmp_path):
     """patterns, "Prevent data loss in well-structured data": a given schema and

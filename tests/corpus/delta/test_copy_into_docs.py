@@ -20,7 +20,6 @@ import datetime as dt
 import os
 
 import fastavro
-import pytest
 from delta_corpus import assert_schema, assert_table, write_json, write_lines
 
 
@@ -126,11 +125,6 @@ def _csv_folders(source: str, header: bool) -> dict[str, list[tuple]]:
     return files
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CSV (COPY INTO, cloudFiles) reads an empty field as '', where Spark's CSV "
-    "reader (and the platform) reads NULL",
-)
 def test_load_csv_through_select_with_pattern(spark, tmp_path):
     """``FROM (SELECT key, index, textData, 'constant_value' FROM ...)`` with
     ``PATTERN = 'folder1/file_[a-g].csv'`` and a header."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 
-import pytest
 from delta_corpus import assert_table, finish
 from pyspark.sql.functions import max  # the snippet's max is Spark's (from ...functions import *)
 
@@ -428,11 +427,6 @@ def test_merge_change_data(spark, tmp_path):
     assert_table(spark, path, ["key", "value"], table.items())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="writeStream.format('delta').foreachBatch(f).start() is refused ('needs a "
-    "path'); Spark lets foreachBatch replace the format",
-)
 def test_upsert_streaming_aggregates_foreach_batch(spark, tmp_path):
     """Streaming aggregates written in update mode by ``DeltaTable.merge`` in
     ``foreachBatch``; two runs over two appends, so keys are both inserted and updated."""

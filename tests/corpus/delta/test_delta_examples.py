@@ -415,11 +415,6 @@ def _upserted(start: list[tuple[int, int]], rows: int) -> list[tuple[int, int]]:
     return sorted(table.items())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="writeStream.format('delta').foreachBatch(f).start() is refused ('needs a "
-    "path'); Spark lets foreachBatch replace the format",
-)
 def test_streaming_py_foreach_batch_upsert(spark, tmp_path):
     """examples/python/streaming.py, second part: rate rows upserted into a Delta table by
     ``DeltaTable.merge`` in ``foreachBatch``, output mode update."""
