@@ -375,7 +375,8 @@ class FlowExecutor:
                 df = evaluate(graph.flows_into(key)[0].flow, reads)
                 if not dataset.expectations:
                     return df
-                return flow_runs.check_view(df, Rules(key, dataset.expectations), run)
+                counted = self.ctx.counts_view(key, af.flow.name)
+                return flow_runs.check_view(df, Rules(key, dataset.expectations), run, counted)
             table = api.table(self.ctx.spark, key)
             if streaming:
                 return table.read_stream(options)

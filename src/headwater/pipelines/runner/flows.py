@@ -209,10 +209,14 @@ def write_checked(
             source.unpersist()
 
 
-def check_view(df: DataFrame, rules: Rules, run: FlowRun) -> DataFrame:
+def check_view(df: DataFrame, rules: Rules, run: FlowRun, counted: bool = True) -> DataFrame:
     """The rows of a view with expectations, as the flow reading it sees them: checked
     inside that flow's query. A stream's counts arrive with its progress (as observed
-    metrics); a batch's once the flow's write has committed."""
+    metrics); a batch's once the flow's write has committed. ``counted`` False: another
+    flow reports the view's metrics in this update; the rules still apply here."""
+    if not counted:
+        unread = f"headwater_quality_{uuid.uuid4().hex[:12]}" if df.isStreaming else Observation()
+        return rules.check(df, unread).passed
     quality = run.checks(rules.dataset, rules)
     if df.isStreaming:
         name = f"headwater_quality_{uuid.uuid4().hex[:12]}"
