@@ -16,6 +16,7 @@ is one line at the flow, before anything is written.
 
 from __future__ import annotations
 
+import pyspark
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, StructType
@@ -52,10 +53,14 @@ def connector_missing(origin: Origin, doing: str = "Reading") -> PipelineDefinit
     """The one line a flow reading Kafka (SQL's ``read_kafka`` or a Python
     ``format("kafka")``) or writing to a Kafka sink fails with when the connector is
     missing, naming the fix."""
+    connector = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
     return PipelineDefinitionError(
         f"[KAFKA_CONNECTOR_MISSING] {doing} Kafka needs Spark's Kafka connector, which pip's "
-        "pyspark does not ship: put spark-sql-kafka-0-10_2.13 of Spark's exact version and "
-        "its dependencies in spark.jars (docs/kafka.md, 'The connector').",
+        "pyspark does not ship; it must be on the classpath when Spark starts: "
+        f"`headwater pipelines run --packages {connector}` (or --jars with the connector's "
+        "jar and its dependencies), or in Python "
+        f"headwater.session(conf={{'spark.jars.packages': '{connector}'}}) (or spark.jars) "
+        "before any session starts (docs/kafka.md, 'The connector').",
         origin.file,
         origin.line,
     )

@@ -4,6 +4,7 @@
     <storage>/checkpoints/<flow>/autoloader/N  Auto Loader schema + file state of source N
     <storage>/checkpoints/<flow>/cdc        an AUTO CDC flow's key state (a Delta table)
     <storage>/system/events                 the event log (a Delta table)
+    <storage>/system/logs/run-<t>-<pid>.log  a command's stack traces (Spark's log)
     <storage>/state/<name>.json             small records: once flows done, refresh epochs
 
 Per flow, never per table: two flows into one table must each keep their own progress
@@ -48,6 +49,11 @@ class Layout:
     @property
     def event_log(self) -> str:
         return event_format.location(self.root)
+
+    @property
+    def logs(self) -> str:
+        """Where ``headwater pipelines run`` keeps each run's stack traces."""
+        return storage.join(self.root, "system", "logs")
 
     def state_path(self, name: str) -> str:
         return storage.join(self.root, "state", path_part(name) + ".json")

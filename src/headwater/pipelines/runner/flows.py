@@ -34,6 +34,7 @@ from headwater.pipelines.graph.analysis import AnalysedFlow
 from headwater.pipelines.graph.kafka import connector_missing, is_connector_missing
 from headwater.pipelines.layout.folders import Layout
 from headwater.pipelines.runner.expectations import Quality, Rules
+from headwater.pipelines.runner.failures import one_line
 from headwater.pipelines.runner.interrupt import BatchGate, stopped_by_request
 from headwater.storage.checkpoints import clear_unwritten_first_batch
 
@@ -382,7 +383,7 @@ def await_stream(
             return
         if "UNKNOWN_FIELD_EXCEPTION" in text:
             raise SchemaChanged(text)
-        raise RuntimeError(text)
+        raise RuntimeError(one_line(text)) from error  # the JVM's text and traces as cause
 
 
 def _terminated(query: StreamingQuery, seconds: float) -> bool:
