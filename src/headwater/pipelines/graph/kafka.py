@@ -26,7 +26,9 @@ from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import Dataset, Flow, Origin
 from headwater.pipelines.sql_files.kafka import KafkaSource
 
-CONNECTOR_MISSING = "KAFKA_DATA_SOURCE_NOT_ENABLED"
+# Spark's condition for format("kafka") without the connector: its name since Spark 4.3,
+# and the legacy one Spark 4.2 (the newest the connector is published for) gives it.
+CONNECTOR_MISSING = frozenset({"KAFKA_DATA_SOURCE_NOT_ENABLED", "_LEGACY_ERROR_TEMP_1140"})
 
 
 def read_kafka(spark: SparkSession, source: KafkaSource, origin: Origin) -> DataFrame:
@@ -46,7 +48,7 @@ def read_kafka(spark: SparkSession, source: KafkaSource, origin: Origin) -> Data
 
 def is_connector_missing(error: AnalysisException) -> bool:
     """Spark's error for ``format("kafka")`` without the connector on the classpath."""
-    return error.getCondition() == CONNECTOR_MISSING
+    return error.getCondition() in CONNECTOR_MISSING
 
 
 def connector_missing(origin: Origin, doing: str = "Reading") -> PipelineDefinitionError:
