@@ -77,6 +77,7 @@ case "$TIER" in
       "tests/pipelines/test_auto_cdc_scd2.py::test_scd2_late_events_split_close_and_reopen_history"
       "tests/pipelines/test_auto_cdc_snapshots.py::test_snapshots_from_a_function_apply_in_version_order_once"
       "tests/pipelines/test_updates.py::test_full_refresh_clears_the_table_and_reprocesses_every_file"
+      "tests/pipelines/test_read_kafka.py::test_without_the_connector_the_error_says_how_to_add_it"
       tests/pipelines/test_crash.py
       tests/pipelines/test_sdp_auto_cdc_arguments.py  # pyspark 4.2's AutoCdcFlow, no Spark
       "tests/copyinto/test_copy_into.py::test_load_then_rerun_loads_nothing_even_if_a_file_changed"

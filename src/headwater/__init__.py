@@ -11,23 +11,20 @@ Packages, each importing only those below it (``docs/architecture.md`` has the f
     api | autoloader          typed table API (by name or path) | the cloudFiles source
     catalog | formats         table names | reading file formats, one option table each
     delta                     Delta tables: log, one commit path, reads, writes, DML
-    options | originals | sqltypes | storage
+    lazy | options | originals | sqltypes | storage
     errors
 """
 
-from typing import Any
+from types import ModuleType
 
+from headwater.lazy import submodule
 from headwater.session import install, session, uninstall
 
 __all__ = ["install", "session", "sql", "uninstall"]
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    # ``headwater.sql(spark, text)``: the SQL package is callable, and loaded on first use
-    # (it pulls in sqlglot, which sessions that never run SQL do not need).
-    if name == "sql":
-        import headwater.sql as sql_package
-
-        return sql_package
-    raise AttributeError(f"module 'headwater' has no attribute {name!r}")
+def __getattr__(name: str) -> ModuleType:
+    # ``headwater.sql(spark, text)`` (the SQL package is callable), ``headwater.pipelines``,
+    # ``headwater.copyinto``...: each package loaded on first use.
+    return submodule(__name__, name)

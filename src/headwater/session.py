@@ -12,6 +12,7 @@ import re
 import sys
 import tempfile
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from headwater import engines, storage
@@ -113,12 +114,59 @@ def session(
         settings.setdefault("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         settings.setdefault("spark.executor.memory", "1g")
         settings.setdefault("spark.executor.extraJavaOptions", "-XX:+UseParallelGC")
+    if SparkContext._active_spark_context is None:  # a JVM starts: its settings are final
+        check_start_settings(settings)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     route_error_logs()
     return install(spark, warehouse=warehouse_dir)
+
+
+# Sizes Spark reads when it starts ("2g", "512m"); a bad one fails the JVM after seconds.
+MEMORY_SETTINGS = (
+    "spark.driver.memory",
+    "spark.driver.maxResultSize",
+    "spark.driver.memoryOverhead",
+    "spark.executor.memory",
+    "spark.executor.memoryOverhead",
+)
+_SIZE = re.compile(r"\d+[kmgtp]?b?", re.IGNORECASE)
+_PACKAGE = re.compile(r"[^:\s]+:[^:\s]+:[^:\s]+")  # group:artifact:version
+
+
+def check_start_settings(settings: dict[str, str]) -> None:
+    """Settings Spark reads only while it starts, checked before it starts: a jar of
+    ``spark.jars`` that is not there (Spark logs an error and runs without it, so the
+    failure comes later, as a missing class), a ``spark.jars.packages`` entry that is not
+    ``group:artifact:version``, a memory size Spark cannot read. One line, naming the
+    setting and the fix."""
+    from headwater.errors import OptionError
+
+    for jar in _items(settings.get("spark.jars")):
+        pattern = any(c in jar for c in "*?[")  # Spark expands globs itself
+        if storage.parse(jar).is_local and not pattern and not storage.exists(jar):
+            raise OptionError(
+                f"[INVALID_SPARK_SETTING] spark.jars names {jar}, which does not exist: give "
+                "the path of a jar file (comma-separated for several)."
+            )
+    for package in _items(settings.get("spark.jars.packages")):
+        if not _PACKAGE.fullmatch(package):
+            raise OptionError(
+                f"[INVALID_SPARK_SETTING] spark.jars.packages takes Maven coordinates "
+                f"group:artifact:version, not '{package}'."
+            )
+    for key in MEMORY_SETTINGS:
+        if key in settings and not _SIZE.fullmatch(settings[key].strip()):
+            raise OptionError(
+                f"[INVALID_SPARK_SETTING] {key}={settings[key]} is not a size Spark reads: "
+                "write it as 512m, 2g or 4096m."
+            )
+
+
+def _items(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
 # PySpark's loggers of errors with a query context (``PySparkException._log_exception``).
@@ -161,11 +209,39 @@ def route_error_logs(verbose: bool | None = None) -> str | None:
     return None if verbose else path
 
 
-def error_log_size() -> int:
-    """The size of :func:`error_log` now (0 when absent): a command compares it at its end
-    to say where the details of its error went."""
-    found = storage.stat(error_log())
-    return int(found.size or 0) if found is not None else 0
+def spark_logs_to(spark: SparkSession, path: str) -> None:
+    """From now on, Spark's own log goes to the file ``path`` instead of the terminal: the
+    JVM's log4j lines (at the session's level, ERROR: a failed task's, a failed stream's
+    with their Java and Python stack traces, each several hundred lines). For a command
+    that prints its own one-line errors; the start-up lines printed before stay where they
+    were. The file is made only when something is logged."""
+    log4j = spark._jvm.org.apache.logging.log4j  # type: ignore[union-attr]
+    context = log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    layout = (
+        log4j.core.layout.PatternLayout.newBuilder()
+        .withPattern("%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex")
+        .build()
+    )
+    appender = (
+        log4j.core.appender.FileAppender.newBuilder()
+        .setName("headwater-file")
+        .withFileName(path)
+        .withAppend(True)
+        .withCreateOnDemand(True)
+        .setLayout(layout)
+        .build()
+    )
+    appender.start()
+    config.addAppender(appender)
+    # (Spark's profile gives the root the console; Py4J hands maps over as dicts)
+    for logger in [config.getRootLogger(), *config.getLoggers().values()]:
+        names = list(logger.getAppenders())  # (its keys)
+        for name in names:
+            logger.removeAppender(name)
+        if names:
+            logger.addAppender(appender, None, None)
+    context.updateLoggers()
 
 
 def _cores(master: str) -> int | None:

@@ -205,6 +205,60 @@ def test_materialized_view_and_view_expectations(project):
     }
 
 
+def test_a_view_read_by_two_flows_is_counted_once_per_update(project):
+    project.source("raw.py", RAW_TABLE)
+    project.source(
+        "two.py",
+        """
+        from pyspark import pipelines as dp
+
+
+        @dp.temporary_view
+        @dp.expect("has_region", "region IS NOT NULL")
+        @dp.expect_or_drop("positive", "amount > 0")
+        def checked():
+            return spark.readStream.table("raw")
+
+
+        @dp.table
+        def first():
+            return spark.readStream.table("checked")
+
+
+        @dp.table
+        def second():
+            return spark.readStream.table("checked")
+        """,
+    )
+    rows = mixed(1, 17)
+    project.land("1.json", rows)
+    result = project.run()
+    assert result.ok, result.failed()
+    negative = len([r for r in rows if r["amount"] <= 0])
+    no_region = len([r for r in rows if r["region"] is None])
+    assert project.count("first") == project.count("second") == 17 - negative  # both dropped
+
+    reported = [
+        e.details.get("data_quality")
+        for e in result.events
+        if e.event_type == "flow_progress"
+        and e.flow_name in ("first", "second")
+        and e.details.get("status") == "COMPLETED"
+    ]
+    assert sorted((by_name(q) if q else {} for q in reported), key=len) == [
+        {},  # the view's metrics are the view's, reported once in the update
+        {"has_region": (17 - no_region, no_region), "positive": (17 - negative, negative)},
+    ]
+    from headwater import pipelines
+
+    table = pipelines.quality(project.root, project.spark)
+    found = {(r.expectation, r.passed_records, r.failed_records) for r in table.collect()}
+    assert found == {
+        ("has_region", 17 - no_region, no_region),
+        ("positive", 17 - negative, negative),
+    }
+
+
 FAILING = """
 from pyspark import pipelines as dp
 

@@ -151,3 +151,6 @@ def test_without_the_connector_the_error_says_how_to_add_it(project, file, text)
     assert "spark-sql-kafka-0-10_2.13" in message and "docs/kafka.md" in message
     assert file in message
     assert "\n" not in message.split("KAFKA_CONNECTOR_MISSING")[1]
+    # the fix for the command line and for Python, each as the user gives it
+    assert "headwater pipelines run --packages org.apache.spark:spark-sql-kafka" in message
+    assert "headwater.session(conf={'spark.jars.packages'" in message

@@ -122,7 +122,8 @@ def test_names_may_be_qualified_backquoted_and_live_prefixed():
         CREATE STREAMING TABLE live.db.c AS SELECT 1 AS x;
         """
     )
-    assert [d.name for d in parsed.datasets] == ["a", "db.b", "`cat`.db.`my table`", "db.c"]
+    # One spelling per name: backquotes stay only where a part needs them (a space).
+    assert [d.name for d in parsed.datasets] == ["a", "db.b", "cat.db.`my table`", "db.c"]
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ what depends on them, retries, and materialized views after their inputs on reru
 
 from __future__ import annotations
 
+import pytest
 from pipeline_rows import orders
 
 PIPELINE = """
@@ -197,3 +198,24 @@ def test_the_updates_settings_are_seen_by_its_code_and_put_back_when_it_ends(pro
             assert spark.conf.get(key, None) is None, key
     finally:
         spark.conf.unset("hw.test.caller")
+
+
+def test_a_static_setting_is_left_as_the_session_started_or_refused_naming_where_to_give_it(
+    spark, tmp_path
+):
+    """A spec's static setting (Spark reads it only as it starts) that the running session
+    has already is left alone; another value cannot apply to it, and says where to give it
+    (the command line, or headwater.session before the session starts)."""
+    from headwater.errors import PipelineDefinitionError
+    from headwater.pipelines.define.settings import SessionSettings
+
+    settings = SessionSettings(spark)
+    memory = spark.sparkContext.getConf().get("spark.driver.memory")
+    settings.set("spark.driver.memory", memory)  # as it started: nothing to do
+    with pytest.raises(PipelineDefinitionError) as e:
+        settings.set("spark.jars", str(tmp_path / "connector.jar"), "spark-pipeline.yml")
+    assert e.value.error_class == "PIPELINE_SPEC_INVALID_CONFIGURATION"
+    assert "Configuration 'spark.jars' cannot be set in a running session" in str(e.value)
+    assert "headwater pipelines run --conf spark.jars=..." in str(e.value)
+    assert "headwater.session(conf={'spark.jars': ...})" in str(e.value)
+    settings.restore()

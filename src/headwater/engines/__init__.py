@@ -16,11 +16,13 @@ May import ``delta`` and the bottom layers (never ``api``, ``catalog`` or above)
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Literal
 
 from pyspark.sql import SparkSession
 
 from headwater.errors import OptionError
+from headwater.lazy import submodule
 
 Engine = Literal["headwater", "delta-spark"]
 HEADWATER: Engine = "headwater"
@@ -82,3 +84,7 @@ def require_headwater(spark: SparkSession, what: str) -> None:
             f"{what} runs on headwater's Delta engine, and this session runs delta-spark. "
             "Build the session with headwater.session(delta_engine='headwater') for it."
         )
+
+
+def __getattr__(name: str) -> ModuleType:
+    return submodule(__name__, name)  # ``headwater.engines.door`` without importing it first

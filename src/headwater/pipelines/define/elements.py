@@ -12,7 +12,9 @@ name; ``create_streaming_table`` + ``@append_flow`` give a table several flows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
@@ -20,13 +22,60 @@ from typing import Any, Literal
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from headwater.errors import PipelineDefinitionError
+from headwater.catalog.names import parse_parts
+from headwater.errors import OptionError, PipelineDefinitionError
 
 DatasetKind = Literal["streaming_table", "materialized_view", "temporary_view", "sink", "table"]
 """``table`` is ``dlt.table``'s: a streaming table when its query is a stream, a
 materialized view otherwise, decided when the graph is analysed."""
 
 ExpectationAction = Literal["warn", "drop", "fail", "quarantine"]
+
+
+QUOTED_PART = re.compile(r"[.`\s]")
+
+
+def canonical_name(name: str) -> str:
+    """A dataset or flow name in one spelling however it was quoted: ```1_db`.t`` and
+    ``1_db.t`` are both ``1_db.t``, so flow names, checkpoints, the event log and progress
+    lines agree. A part keeps backquotes only where :func:`quoted` says (so the spelling
+    reads back as the same parts); text that is no dotted name (a flow named ``my flow``
+    in Python) is kept as given."""
+    try:
+        parts = parse_parts(name)
+    except OptionError:
+        return name
+    if not parts:
+        return name
+    return ".".join(
+        "`" + p.replace("`", "``") + "`" if quoted(p, i, len(parts)) else p
+        for i, p in enumerate(parts)
+    )
+
+
+def quoted(part: str, index: int, count: int) -> bool:
+    """Whether a name part keeps backquotes: it holds a dot, a backquote or a space, or
+    it is a first part ``live`` (unquoted, ``LIVE.`` means "of this pipeline")."""
+    return bool(QUOTED_PART.search(part)) or (index == 0 < count - 1 and part.lower() == "live")
+
+
+def earlier_spellings(name: str) -> Iterator[str]:
+    """The spellings a canonical ``name`` had before names were made canonical: each part
+    backquoted or not, as a SQL source may have written it (a flow's checkpoint and state
+    were keyed by the name as written)."""
+    try:
+        parts = parse_parts(name)
+    except OptionError:
+        return
+    seen = {name}
+    for quoting in itertools.product((False, True), repeat=len(parts)):
+        spelt = ".".join(
+            "`" + p.replace("`", "``") + "`" if q or quoted(p, i, len(parts)) else p
+            for i, (p, q) in enumerate(zip(parts, quoting, strict=True))
+        )
+        if spelt not in seen:
+            seen.add(spelt)
+            yield spelt
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,14 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.auto_cdc import auto_cdc, cdc_flow
-from headwater.pipelines.define.elements import Dataset, DatasetKind, Expectation, Flow, Origin
+from headwater.pipelines.define.elements import (
+    Dataset,
+    DatasetKind,
+    Expectation,
+    Flow,
+    Origin,
+    canonical_name,
+)
 
 SqlLoader = Callable[["Registry", str, Path], None]
 EXPECTATIONS = "__pipeline_expectations__"
@@ -88,7 +95,8 @@ class Registry(GraphElementRegistry):
         )
 
     def register_flow(self, flow: SdpFlow) -> None:
-        implicit = flow.name == flow.target and flow.target.lower() in self.datasets
+        target = canonical_name(flow.target)
+        implicit = canonical_name(flow.name) == target and target.lower() in self.datasets
         self.add_flow(
             Flow(
                 name=flow.name,
@@ -133,6 +141,9 @@ class Registry(GraphElementRegistry):
     # -- ours --------------------------------------------------------------------------------
 
     def add_dataset(self, dataset: Dataset) -> None:
+        """Register ``dataset`` under its :func:`canonical_name` (one spelling however
+        it was quoted)."""
+        dataset = replace(dataset, name=canonical_name(dataset.name))
         if dataset.expectations and dataset.kind == "sink":
             raise PipelineDefinitionError(
                 f"[PIPELINE_EXPECTATION_ON_SINK] Sink '{dataset.name}' cannot have "
@@ -162,6 +173,9 @@ class Registry(GraphElementRegistry):
         self.datasets[key] = dataset
 
     def add_flow(self, flow: Flow) -> None:
+        """Register ``flow``, its name and target spelt by :func:`canonical_name`: its
+        checkpoint, event log entries and progress lines use that name."""
+        flow = replace(flow, name=canonical_name(flow.name), target=canonical_name(flow.target))
         pending = getattr(flow.func, EXPECTATIONS, ())
         if pending and not flow.implicit:
             raise PipelineDefinitionError(
@@ -187,7 +201,7 @@ class Registry(GraphElementRegistry):
     def add_expectations(self, dataset_name: str, expectations: tuple[Expectation, ...]) -> None:
         """Expectations for a dataset already registered (an ``@expect*`` placed above
         ``@dlt.table``); they come before those of decorators nearer the function."""
-        key = dataset_name.lower()
+        key = canonical_name(dataset_name).lower()
         dataset = self.datasets[key]
         both = (*expectations, *dataset.expectations)
         unique_names(dataset.name, both, dataset.origin)

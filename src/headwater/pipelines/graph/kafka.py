@@ -16,6 +16,7 @@ is one line at the flow, before anything is written.
 
 from __future__ import annotations
 
+import pyspark
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, StructType
@@ -25,7 +26,9 @@ from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import Dataset, Flow, Origin
 from headwater.pipelines.sql_files.kafka import KafkaSource
 
-CONNECTOR_MISSING = "KAFKA_DATA_SOURCE_NOT_ENABLED"
+# Spark's condition for format("kafka") without the connector: its name since Spark 4.3,
+# and the legacy one Spark 4.2 (the newest the connector is published for) gives it.
+CONNECTOR_MISSING = frozenset({"KAFKA_DATA_SOURCE_NOT_ENABLED", "_LEGACY_ERROR_TEMP_1140"})
 
 
 def read_kafka(spark: SparkSession, source: KafkaSource, origin: Origin) -> DataFrame:
@@ -45,17 +48,21 @@ def read_kafka(spark: SparkSession, source: KafkaSource, origin: Origin) -> Data
 
 def is_connector_missing(error: AnalysisException) -> bool:
     """Spark's error for ``format("kafka")`` without the connector on the classpath."""
-    return error.getCondition() == CONNECTOR_MISSING
+    return error.getCondition() in CONNECTOR_MISSING
 
 
 def connector_missing(origin: Origin, doing: str = "Reading") -> PipelineDefinitionError:
     """The one line a flow reading Kafka (SQL's ``read_kafka`` or a Python
     ``format("kafka")``) or writing to a Kafka sink fails with when the connector is
     missing, naming the fix."""
+    connector = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
     return PipelineDefinitionError(
         f"[KAFKA_CONNECTOR_MISSING] {doing} Kafka needs Spark's Kafka connector, which pip's "
-        "pyspark does not ship: put spark-sql-kafka-0-10_2.13 of Spark's exact version and "
-        "its dependencies in spark.jars (docs/kafka.md, 'The connector').",
+        "pyspark does not ship; it must be on the classpath when Spark starts: "
+        f"`headwater pipelines run --packages {connector}` (or --jars with the connector's "
+        "jar and its dependencies), or in Python "
+        f"headwater.session(conf={{'spark.jars.packages': '{connector}'}}) (or spark.jars) "
+        "before any session starts (docs/kafka.md, 'The connector').",
         origin.file,
         origin.line,
     )

@@ -77,6 +77,16 @@ class UpdateContext:
     settings: SessionSettings  # what the update sets on the session, put back at its end
     runs: dict[str, FlowRun] = field(default_factory=dict)
     state_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    view_counters: dict[str, str] = field(default_factory=dict)  # temporary view -> flow
+
+    def counts_view(self, view: str, flow: str) -> bool:
+        """Whether ``flow`` counts the expectations of the temporary view ``view`` in this
+        update. Every flow reading a view checks its rows (drop and fail apply to each),
+        but its metrics are reported once per update, as the view's, by the first flow
+        that reads it: two flows reading one view each see its rows, and counting both
+        would report every record twice."""
+        with self.state_lock:
+            return self.view_counters.setdefault(view, flow) == flow
 
     @classmethod
     def create(

@@ -13,6 +13,7 @@ import uuid
 
 from headwater import api
 from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.define.elements import earlier_spellings
 from headwater.pipelines.define.registry import Registry
 from headwater.pipelines.graph.analysis import Graph
 from headwater.pipelines.graph.reads import Names
@@ -76,6 +77,21 @@ def clear_progress(ctx: UpdateContext, flows: set[str], keys: set[str]) -> None:
     for key in keys:
         epochs[key] = int(epochs.get(key, 0)) + 1
     ctx.layout.write_state("epochs", epochs)
+
+
+def adopt_renamed_progress(ctx: UpdateContext, flows: list[str]) -> None:
+    """Each flow's progress kept under an earlier spelling of its name (before names were
+    made canonical, a SQL source's ```bronze``` kept its checkpoint as such) becomes its
+    own, so it continues rather than reading its sources again."""
+    for flow in flows:
+        earlier = ctx.layout.adopt(flow, earlier_spellings(flow))
+        if earlier is not None:
+            ctx.log.event(
+                "flow_renamed",
+                f"Flow '{flow}' continues the progress kept as '{earlier}'.",
+                {"flow": flow, "earlier_name": earlier},
+                flow_name=flow,
+            )
 
 
 def set_up_tables(ctx: UpdateContext, graph: Graph, selected: set[str], resets: set[str]) -> None:

@@ -28,6 +28,7 @@ from headwater.event_log_format import (
     FlowStatus,
     details_json,
 )
+from headwater.pipelines.runner.failures import one_line
 from headwater.sqltypes import arrow_schema
 
 Level = Literal["INFO", "WARN", "ERROR", "METRICS"]
@@ -164,6 +165,6 @@ class EventLog:
         level: Level = "ERROR" if error else ("METRICS" if metrics is not None else "INFO")
         message = f"Flow '{flow}' is {status}."
         if error is not None:
-            message = f"Flow '{flow}' has FAILED: {error}"
+            message = f"Flow '{flow}' has FAILED: {one_line(error)}"
         details = progress.to_json()
         self.emit(Event("flow_progress", message, details, level, flow, dataset, error))

@@ -25,6 +25,7 @@ from headwater.pipelines.runner import partition_refresh, view_avg, view_refresh
 from headwater.pipelines.runner import retry as run_retry
 from headwater.pipelines.runner.context import UpdateContext
 from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quarantine_name, violation
+from headwater.pipelines.runner.failures import in_one_line
 from headwater.pipelines.runner.flows import FlowRun
 from headwater.pipelines.runner.interrupt import BatchGate
 
@@ -63,7 +64,7 @@ class FlowExecutor:
                     )
                     if not self.ctx.stop.wait(run_retry.pause(e, attempt)):
                         continue
-                run.failed(e)
+                run.failed(in_one_line(e))
                 break
         run.seconds = flow_runs.elapsed(start)
         self.ctx.log.flow_progress(
@@ -375,7 +376,8 @@ class FlowExecutor:
                 df = evaluate(graph.flows_into(key)[0].flow, reads)
                 if not dataset.expectations:
                     return df
-                return flow_runs.check_view(df, Rules(key, dataset.expectations), run)
+                counted = self.ctx.counts_view(key, af.flow.name)
+                return flow_runs.check_view(df, Rules(key, dataset.expectations), run, counted)
             table = api.table(self.ctx.spark, key)
             if streaming:
                 return table.read_stream(options)

@@ -34,6 +34,7 @@ from headwater.pipelines.graph.analysis import AnalysedFlow
 from headwater.pipelines.graph.kafka import connector_missing, is_connector_missing
 from headwater.pipelines.layout.folders import Layout
 from headwater.pipelines.runner.expectations import Quality, Rules
+from headwater.pipelines.runner.failures import one_line
 from headwater.pipelines.runner.interrupt import BatchGate, stopped_by_request
 from headwater.storage.checkpoints import clear_unwritten_first_batch
 
@@ -209,10 +210,14 @@ def write_checked(
             source.unpersist()
 
 
-def check_view(df: DataFrame, rules: Rules, run: FlowRun) -> DataFrame:
+def check_view(df: DataFrame, rules: Rules, run: FlowRun, counted: bool = True) -> DataFrame:
     """The rows of a view with expectations, as the flow reading it sees them: checked
     inside that flow's query. A stream's counts arrive with its progress (as observed
-    metrics); a batch's once the flow's write has committed."""
+    metrics); a batch's once the flow's write has committed. ``counted`` False: another
+    flow reports the view's metrics in this update; the rules still apply here."""
+    if not counted:
+        unread = f"headwater_quality_{uuid.uuid4().hex[:12]}" if df.isStreaming else Observation()
+        return rules.check(df, unread).passed
     quality = run.checks(rules.dataset, rules)
     if df.isStreaming:
         name = f"headwater_quality_{uuid.uuid4().hex[:12]}"
@@ -378,7 +383,7 @@ def await_stream(
             return
         if "UNKNOWN_FIELD_EXCEPTION" in text:
             raise SchemaChanged(text)
-        raise RuntimeError(text)
+        raise RuntimeError(one_line(text)) from error  # the JVM's text and traces as cause
 
 
 def _terminated(query: StreamingQuery, seconds: float) -> bool:

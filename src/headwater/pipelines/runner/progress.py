@@ -12,6 +12,7 @@ from typing import TextIO
 from headwater.event_log_format import DataQuality, FlowProgress, FlowStatus
 from headwater.pipelines.runner.context import UpdateResult
 from headwater.pipelines.runner.event_log import Event
+from headwater.pipelines.runner.failures import one_line
 
 SHOWN = {
     FlowStatus.QUEUED,
@@ -52,7 +53,7 @@ class Printer:
             if quality.quarantined_records:
                 tail += f", {quality.quarantined_records:,} quarantined"
             if event.error is not None:
-                tail += f"  {event.error}"
+                tail += f"  {one_line(event.error)}"
             self.write(f"  {event.flow_name:<32} {status:<10}{tail}")
 
     def write(self, line: str) -> None:
@@ -83,5 +84,15 @@ def summary(result: UpdateResult) -> str:
         if run.technique is not None:
             lines.append(f"      refreshed by: {run.technique}")
         if run.error is not None:
-            lines.append(f"      error: {str(run.error).splitlines()[0][:300]}")
+            lines.append(f"      error: {one_line(run.error)[:300]}")
     return "\n".join(lines)
+
+
+def failure_line(result: UpdateResult) -> str | None:
+    """A failed update in one line: each failed flow and its error (None: it did not
+    fail). The terminal's one line on stderr, where stack traces do not belong."""
+    if result.state != "FAILED":
+        return None
+    failed = [f"flow '{run.name}': {one_line(run.error)}" for run in result.failed() if run.error]
+    reasons = "; ".join(failed) or "see the event log"
+    return f"update {result.update_id[:8]} of pipeline '{result.pipeline}' FAILED: {reasons}"

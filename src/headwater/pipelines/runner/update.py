@@ -70,6 +70,8 @@ class Update:
         selected = datasets.selection(ctx, registry, names)
         ctx.log.event("create_update", f"Update {ctx.update_id[:8]} started.", self._cause())
         ctx.log.update_progress("INITIALIZING")
+        if not o.dry_run:  # (before the graph's analysis reads Auto Loader's state)
+            datasets.adopt_renamed_progress(ctx, [f.name for f in registry.flows.values()])
         resets = set() if o.dry_run else datasets.resets(ctx, registry, names, selected)
         reset_flows = {f.name for f in registry.flows.values() if names.key(f.target) in resets}
 

@@ -38,20 +38,33 @@ class Starting:
     """A SparkSession being built in a daemon thread (the process may exit before it is
     ready, on an error found meanwhile; the JVM ends with its driver)."""
 
-    def __init__(self, name: str, master: str | None, warehouse: str | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        master: str | None,
+        warehouse: str | None,
+        conf: Mapping[str, str] | None = None,
+    ) -> None:
+        """``conf``: settings the session starts with (static ones, such as ``spark.jars``
+        or ``spark.driver.memory``, apply only then)."""
         self.ready = threading.Event()
         self.spark: SparkSession | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(
-            target=self.build, args=(name, master, warehouse), name="spark-start", daemon=True
+            target=self.build,
+            args=(name, master, warehouse, dict(conf or {})),
+            name="spark-start",
+            daemon=True,
         )
         self.thread.start()
 
-    def build(self, name: str, master: str | None, warehouse: str | None) -> None:
+    def build(
+        self, name: str, master: str | None, warehouse: str | None, conf: dict[str, str]
+    ) -> None:
         try:
             from headwater.session import session
 
-            self.spark = session(name, master, warehouse)
+            self.spark = session(name, master, warehouse, conf)
         except BaseException as e:  # handed to whoever waits
             self.error = e
         finally:

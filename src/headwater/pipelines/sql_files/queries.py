@@ -25,6 +25,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from headwater.errors import PipelineDefinitionError
+from headwater.pipelines.define.elements import canonical_name
 from headwater.pipelines.sql_files.kafka import (
     Argument,
     KafkaArgumentError,
@@ -37,7 +38,7 @@ from headwater.sql.text import SqlError, Statement, line_col, offset_at, parse, 
 PARSE_ERROR = "PIPELINE_SQL_PARSE_ERROR"
 FILE_FUNCTIONS = ("read_files", "cloud_files")
 OUTPUT_DIALECT = "spark"
-NAME_WORD = re.compile(r"[A-Z_][A-Z0-9_]*$")
+NAME_WORD = re.compile(r"[A-Z0-9_]+$")
 
 
 class FileSourceError(ValueError):
@@ -247,7 +248,7 @@ def read_of(table: exp.Table, ctes: set[str]) -> Reference | FileSource | KafkaS
         parts = parts[1:]
     if not live and len(parts) == 1 and parts[0].name.lower() in ctes:
         return None
-    return Reference(".".join(written(p) for p in parts), streaming, live)
+    return Reference(canonical_name(".".join(written(p) for p in parts)), streaming, live)
 
 
 def written(identifier: exp.Identifier) -> str:
@@ -381,8 +382,8 @@ def literal_text(node: exp.Expr) -> str | None:
 
 @dataclass(frozen=True)
 class Name:
-    """A dataset name as written (backquotes kept), without ``LIVE.``; ``plain`` without
-    backquotes (for columns and constraint names)."""
+    """A dataset name without ``LIVE.``: ``text`` its one spelling (backquotes only where
+    a part needs them), ``plain`` without backquotes (for columns and constraint names)."""
 
     text: str
     plain: str
@@ -432,24 +433,31 @@ class DefinitionCursor(Cursor):
             raise self.error(f"Unexpected {self.found()} after {what}.")
 
     def name(self, what: str) -> Name:
-        """``part(.part)*``; an optional leading ``LIVE.`` is dropped."""
-        parts: list[tuple[str, str]] = [self.name_part(what)]
+        """``part(.part)*``; an optional leading ``LIVE.`` is dropped. ``text`` is the
+        name's one spelling (:func:`canonical_name`), however its parts were quoted."""
+        parts: list[tuple[str, bool]] = [self.name_part(what)]
         while self.accept("."):
             parts.append(self.name_part(what))
-        live = len(parts) > 1 and parts[0][0].lower() == "live"
+        live = len(parts) > 1 and not parts[0][1] and parts[0][0].lower() == "live"
         if live:
             parts = parts[1:]
-        return Name(".".join(p[0] for p in parts), ".".join(p[1] for p in parts), live)
+        written = ".".join("`" + p.replace("`", "``") + "`" for p, _ in parts)
+        return Name(canonical_name(written), ".".join(p for p, _ in parts), live)
 
-    def name_part(self, what: str) -> tuple[str, str]:
+    def name_part(self, what: str) -> tuple[str, bool]:
+        """One part of a name and whether it was backquoted. Unquoted, a part is a word
+        of letters, digits and underscores that is not a number: Spark reads ``1_db`` as a
+        name (courses write ``CREATE OR REFRESH STREAMING TABLE 1_bronze_db.t``)."""
         tok = self.peek()
         if tok is not None and tok.token_type == TokenType.IDENTIFIER:
             self.i += 1
-            return "`" + tok.text.replace("`", "``") + "`", tok.text
+            return tok.text, True
         key = key_of(tok) if tok is not None else ""
-        if tok is not None and key and key != "AS" and NAME_WORD.match(key):
+        if tok is not None and tok.token_type != TokenType.NUMBER and NAME_WORD.match(key):
+            if key == "AS":
+                raise self.error(f"Expected {what} here, found {self.found()}.")
             self.i += 1
-            return tok.text, tok.text
+            return tok.text, False
         raise self.error(f"Expected {what} here, found {self.found()}.")
 
     def string(self, what: str = "a quoted string") -> str:
