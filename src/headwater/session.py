@@ -196,6 +196,13 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     table names stay delta-spark's and the session catalog's — and adds what is above
     Delta: the ``cloudFiles`` source and the pipelines, which reach its tables through
     ``headwater.api`` (:mod:`headwater.engines`).
+
+    On either engine, Delta becomes the format of a table written or created without one
+    (``saveAsTable``, ``writeStream.toTable``, ``CREATE TABLE`` without ``USING``, CTAS, a
+    read or write by path without ``format``), as on the known platform: Spark's
+    ``spark.sql.sources.default`` is set to ``delta``. A session whose
+    ``spark.sql.sources.default`` the user set (builder, ``session(conf=...)``,
+    ``spark.conf.set`` before this call) keeps theirs.
     """
     from headwater import adapter
     from headwater.autoloader.source import CloudFilesDataSource
@@ -211,6 +218,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
     spark.dataSource.register(CloudFilesDataSource)
+    engines.default_to_delta(spark)
     engine = engines.detect(spark)
     engines.record(spark, engine)
     if engine == engines.DELTA_SPARK:
