@@ -11,6 +11,7 @@ writes data, so definitions may be evaluated as often as the graph needs.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -400,9 +401,14 @@ def sdp_create_auto_cdc_flow(
     arguments["name"] = name or target
     arguments["spark_conf"] = dict(spark_conf or {})
     location = SourceCodeLocation(origin.file, origin.line or 0)
-    active_registry().register_auto_cdc_flow(
-        SdpAutoCdcFlow(**arguments, source_code_location=location)
+    # pyspark 4.2's element has no SCD2 fields (track_history_*, spark_conf): they are
+    # handed over beside it, so the one definition runs on both (the delta-spark tier).
+    known = {f.name for f in dataclasses.fields(SdpAutoCdcFlow)}
+    flow = SdpAutoCdcFlow(
+        **{k: v for k, v in arguments.items() if k in known}, source_code_location=location
     )
+    extra = {k: v for k, v in arguments.items() if k not in known}
+    active_registry().register_auto_cdc_flow(flow, **extra)
 
 
 apply_changes = create_auto_cdc_flow  # the known system's older name

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pyspark.pipelines import output as sdp_output
 from pyspark.pipelines.flow import AutoCdcFlow as SdpAutoCdcFlow
@@ -100,9 +101,14 @@ class Registry(GraphElementRegistry):
             )
         )
 
-    def register_auto_cdc_flow(self, flow: SdpAutoCdcFlow) -> None:
+    def register_auto_cdc_flow(self, flow: SdpAutoCdcFlow, **newer: Any) -> None:
         """``dp.create_auto_cdc_flow``: SDP hands its arguments over as Spark Connect
-        Columns; their SQL text is what the flow keeps."""
+        Columns; their SQL text is what the flow keeps. ``newer``: the arguments an older
+        pyspark's element has no field for (4.2: ``track_history_*``, ``spark_conf``)."""
+
+        def given(name: str) -> Any:
+            return getattr(flow, name, None) or newer.get(name)
+
         spec = auto_cdc(
             flow.source,
             flow.keys,
@@ -111,11 +117,12 @@ class Registry(GraphElementRegistry):
             column_list=flow.column_list or None,
             except_column_list=flow.except_column_list or None,
             stored_as_scd_type=flow.stored_as_scd_type or 1,
-            track_history_column_list=flow.track_history_column_list or None,
-            track_history_except_column_list=flow.track_history_except_column_list or None,
+            track_history_column_list=given("track_history_column_list") or None,
+            track_history_except_column_list=given("track_history_except_column_list") or None,
         )
         origin = origin_of(flow.source_code_location)
-        self.add_flow(cdc_flow(flow.target, spec, origin, flow.name, dict(flow.spark_conf)))
+        conf = dict(given("spark_conf") or {})
+        self.add_flow(cdc_flow(flow.target, spec, origin, flow.name, conf))
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
         if self.sql_loader is None:
