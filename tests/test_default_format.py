@@ -17,7 +17,6 @@ def is_delta(spark, name: str) -> bool:
 
 
 def test_tables_written_or_created_without_a_format_are_delta(spark, tmp_path):
-    assert spark.conf.get(engines.DEFAULT_FORMAT) == "delta"
     spark.sql("CREATE SCHEMA IF NOT EXISTS default_format")
     spark.range(3).write.saveAsTable("default_format.batch")
     land = tmp_path / "land"
@@ -44,6 +43,7 @@ def test_tables_written_or_created_without_a_format_are_delta(spark, tmp_path):
     assert spark.table("default_format.events").count() == 4
     assert os.path.isdir(os.path.join(path, "_delta_log"))
     assert spark.read.load(path).count() == 5
+    assert spark.conf.get(engines.DEFAULT_FORMAT) == "delta"
 
 
 def test_a_default_format_the_user_set_is_kept(spark):

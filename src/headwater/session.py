@@ -90,6 +90,7 @@ def session(
         **(conf or {}),
     }
     settings[WAREHOUSE_CONF] = warehouse_dir
+    metastore: dict[str, str] = {}  # the local Derby metastore's settings, if made here
     if engine == engines.DELTA_SPARK:
         settings.update(engines.DELTA_SPARK_CONF)
         # delta-spark sizes two of its jobs for clusters: a table's state is rebuilt from
@@ -103,7 +104,8 @@ def session(
             for key in LOCAL_DELTA_SPARK_PARALLELISM:
                 settings.setdefault(key, str(slots))
         settings.update(jars.session_conf(settings))
-        settings.update(jars.metastore_conf(warehouse_dir, settings))
+        metastore = jars.metastore_conf(warehouse_dir, settings)
+        settings.update(metastore)
     # Spark's own catalog keeps only names and needs a Hadoop filesystem for its folder; the
     # tables themselves live in headwater's warehouse, which may be on an object store.
     settings["spark.sql.warehouse.dir"] = (
@@ -117,6 +119,8 @@ def session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    if metastore:
+        jars.quiet_recovered_errors(spark)
     route_error_logs()
     return install(spark, warehouse=warehouse_dir)
 
