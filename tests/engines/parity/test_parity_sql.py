@@ -401,8 +401,8 @@ OPERATIONS = [
     ),
     row(
         describe_history_parameters,
-        known="CREATE TABLE's operationParameters: description 'null' (being fixed) and no "
-        "clusterBy on headwater; None and clusterBy '[]' on delta-spark",
+        known="CREATE TABLE's operationParameters: no clusterBy on headwater, clusterBy '[]' "
+        "on delta-spark",
     ),
     row(describe_detail),
     row(
