@@ -69,6 +69,7 @@ case "$TIER" in
     TESTS=(
       tests/on_delta_spark
       tests/delta_spark_suite
+      tests/test_default_format.py
       tests/pipelines/test_expectations.py::test_warn_drop_and_quarantine_on_a_streaming_table_count_every_rule
       tests/pipelines/test_expectations.py::test_materialized_view_and_view_expectations
       tests/pipelines/test_expectations.py::test_fail_stops_the_flow_atomically_skips_downstream_and_rerun_continues

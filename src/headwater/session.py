@@ -91,6 +91,7 @@ def session(
         **(conf or {}),
     }
     settings[WAREHOUSE_CONF] = warehouse_dir
+    metastore: dict[str, str] = {}  # the local Derby metastore's settings, if made here
     if engine == engines.DELTA_SPARK:
         settings.update(engines.DELTA_SPARK_CONF)
         # delta-spark sizes two of its jobs for clusters: a table's state is rebuilt from
@@ -104,7 +105,8 @@ def session(
             for key in LOCAL_DELTA_SPARK_PARALLELISM:
                 settings.setdefault(key, str(slots))
         settings.update(jars.session_conf(settings))
-        settings.update(jars.metastore_conf(warehouse_dir, settings))
+        metastore = jars.metastore_conf(warehouse_dir, settings)
+        settings.update(metastore)
     # Spark's own catalog keeps only names and needs a Hadoop filesystem for its folder; the
     # tables themselves live in headwater's warehouse, which may be on an object store.
     settings["spark.sql.warehouse.dir"] = (
@@ -120,6 +122,8 @@ def session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    if metastore:
+        jars.quiet_recovered_errors(spark)
     route_error_logs()
     return install(spark, warehouse=warehouse_dir)
 
@@ -272,6 +276,13 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     table names stay delta-spark's and the session catalog's — and adds what is above
     Delta: the ``cloudFiles`` source and the pipelines, which reach its tables through
     ``headwater.api`` (:mod:`headwater.engines`).
+
+    On either engine, Delta becomes the format of a table written or created without one
+    (``saveAsTable``, ``writeStream.toTable``, ``CREATE TABLE`` without ``USING``, CTAS, a
+    read or write by path without ``format``), as on the known platform: Spark's
+    ``spark.sql.sources.default`` is set to ``delta``. A session whose
+    ``spark.sql.sources.default`` the user set (builder, ``session(conf=...)``,
+    ``spark.conf.set`` before this call) keeps theirs.
     """
     from headwater import adapter
     from headwater.autoloader.source import CloudFilesDataSource
@@ -287,6 +298,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
     spark.dataSource.register(CloudFilesDataSource)
+    engines.default_to_delta(spark)
     engine = engines.detect(spark)
     engines.record(spark, engine)
     if engine == engines.DELTA_SPARK:

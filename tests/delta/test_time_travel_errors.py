@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable as RsTable
 
 from headwater import api
+from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.tables import DeltaTable
 from headwater.errors import DeltaAnalysisError, HeadwaterError
 
@@ -77,7 +78,7 @@ def test_version_before_the_earliest_kept_one(spark, table_path):
 
 def test_timestamp_after_the_latest_commit_and_before_the_first(spark, table_path):
     _two_versions(spark, table_path)
-    history = {h["version"]: h["timestamp"] for h in RsTable(table_path).history()}
+    history = {h["version"]: h["timestamp"] for h in DeltaLog(table_path).history()}
     later = _stamp(history[1] + 60_000)
     reads = [
         lambda: spark.read.format("delta").option("timestampAsOf", later).load(table_path),
@@ -102,7 +103,7 @@ def test_timestamp_after_the_latest_commit_and_before_the_first(spark, table_pat
 def test_restore_outside_the_kept_versions_says_so_in_restores_words(spark, table_path):
     _two_versions(spark, table_path)
     table = DeltaTable.forPath(spark, table_path)
-    history = {h["version"]: h["timestamp"] for h in RsTable(table_path).history()}
+    history = {h["version"]: h["timestamp"] for h in DeltaLog(table_path).history()}
     _raises(
         "DELTA_CANNOT_RESTORE_TABLE_VERSION",
         "Cannot restore table to version 5. Available versions: [0, 1].",

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from urllib.parse import quote
@@ -67,7 +68,11 @@ def _commit(root: Path, version: int, actions: list[dict]) -> None:
     log.mkdir(parents=True, exist_ok=True)
     info = {"commitInfo": {"timestamp": T0 + version * 60_000, "operation": "WRITE"}}
     lines = [json.dumps(a) for a in [info, *actions]]
-    (log / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
+    path = log / f"{version:020d}.json"
+    path.write_text("\n".join(lines) + "\n")
+    # The file written when its commitInfo says (the commit's time is the file's).
+    seconds = info["commitInfo"]["timestamp"] / 1000
+    os.utime(path, (seconds, seconds))
 
 
 def _metadata(options: dict | None, configuration: dict | None) -> dict:

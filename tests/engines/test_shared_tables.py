@@ -12,6 +12,7 @@ files, a checkpoint), so a test cannot pass by the writer quietly falling back.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
@@ -126,6 +127,7 @@ def test_table_written_by_one_engine_reads_the_same_on_the_other(pair, feature, 
     query = f"SELECT id, name, st.b, m['k'] FROM {table(path)} WHERE part = 2 AND id > 20"
     assert sorted(reader.sql(query)) == sorted(writer.sql(query))
     assert_feature_in_log(path, feature)
+    assert_same_history(writer, reader, path)
     if feature == "change_data_feed":
         assert_same_change_feed(writer, reader, path, start=0)
 
@@ -175,15 +177,40 @@ def test_changes_by_the_other_engine_read_the_same_at_every_version(pair, featur
     assert {r[2] for r in rows if 40 <= r[0] < 80} == {"merged"}
     for version in range(6):  # time travel, to versions either engine wrote
         assert_same_table(writer, other, path, versionAsOf=version)
-    assert other.call(history, path) == writer.call(history, path)
+    assert_same_history(writer, other, path)
     assert_feature_in_log(path, feature)
     if feature == "change_data_feed":
         assert_same_change_feed(writer, other, path, start=1)
 
 
-def history(spark, path: str) -> list[tuple]:
+def history(spark, path: str) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """The table's history, every column, as ``DESCRIBE HISTORY`` and
+    ``DeltaTable.history()`` show it: the columns' names and types, and the rows by version."""
+    if "DeltaSparkSessionExtension" in spark.conf.get("spark.sql.extensions", ""):
+        from delta.tables import DeltaTable
+    else:
+        from headwater.delta.tables import DeltaTable
     found = spark.sql(f"DESCRIBE HISTORY {table(path)}")
-    return found.select("version", "operation").orderBy("version").collect()
+    schema = [(f.name, f.dataType.simpleString()) for f in found.schema.fields]
+    by_api = DeltaTable.forPath(spark, path).history().orderBy("version").collect()
+    return schema, found.orderBy("version").collect(), by_api
+
+
+def assert_same_history(writer: Peer, reader: Peer, path: str) -> None:
+    """Both engines show the same history of the table: column for column, value for value
+    (a commit's time included: the protocol's, see test_commit_times_are_the_same)."""
+    theirs, ours = writer.call(history, path), reader.call(history, path)
+    assert ours[0] == theirs[0], "the history's columns differ"
+    names = [name for name, _ in theirs[0]]
+    for shown in (1, 2):  # DESCRIBE HISTORY, DeltaTable.history()
+        assert [r[0] for r in ours[shown]] == [r[0] for r in theirs[shown]]
+        differ = [
+            (row[0], name, mine, other)
+            for row, their_row in zip(ours[shown], theirs[shown], strict=True)
+            for name, mine, other in zip(names, row, their_row, strict=True)
+            if mine != other
+        ]
+        assert not differ, f"(version, column, {reader}, {writer}): {differ}"
 
 
 def checkpoints(path: str) -> list[int]:
@@ -279,13 +306,23 @@ def change_timestamps(spark, path: str) -> list[tuple]:
     return rows.select("_commit_version", "_commit_timestamp").distinct().collect()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="headwater's change feed stamps rows with the commitInfo timestamp; delta-spark "
-    "(and the Delta protocol, without in-commit timestamps) with the commit file's "
-    "modification time: they differ by milliseconds, and by much more on a copied table",
-)
-def test_change_feed_commit_timestamps_are_the_same(pair, tmp_path):
+def commit_times_seen(spark, path: str, stamps: list[str]) -> tuple[list, list, list]:
+    """The commits' times as the engine reads them: the change feed's, the history's, and
+    the rows a read as of each of ``stamps`` finds."""
+    feed = sorted(change_timestamps(spark, path))
+    found = spark.sql(f"DESCRIBE HISTORY {table(path)}").select("version", "timestamp")
+    travel = [
+        spark.read.format("delta").option("timestampAsOf", stamp).load(path).count()
+        for stamp in stamps
+    ]
+    return feed, found.orderBy("version").collect(), travel
+
+
+def test_commit_times_are_the_same(pair, tmp_path):
+    """The protocol's commit time is the commit file's modification time, made to increase
+    with the version (a time going backwards becomes the previous one + 1 ms); the
+    commitInfo's timestamp is the writer's clock before the file existed. Both engines
+    stamp change rows, show history and travel in time by it."""
     writer, reader = pair
     path = str(tmp_path / "t")
     writer.sql(
@@ -293,9 +330,18 @@ def test_change_feed_commit_timestamps_are_the_same(pair, tmp_path):
         insert(path, 0, 10),
         f"DELETE FROM {table(path)} WHERE id < 3",
     )
-    # As after a copy of the table: commit files younger than their commitInfo.
-    for commit in Path(path, "_delta_log").glob("*.json"):
-        stamp = 1_900_000_000 + int(commit.name.split(".")[0])
-        os.utime(commit, (stamp, stamp))
-    by_writer = sorted(writer.call(change_timestamps, path))
-    assert sorted(reader.call(change_timestamps, path)) == by_writer
+    # As after a copy of the table: commit files younger than their commitInfo, and
+    # version 2's older than version 1's (a clock set back).
+    base = 1_900_000_000  # 2030-03-17 17:46:40 UTC
+    for version, seconds in ((0, 0), (1, 10), (2, 5)):
+        commit = Path(path, "_delta_log", f"{version:020d}.json")
+        os.utime(commit, (base + seconds, base + seconds))
+    moments = ["17:46:40", "17:46:49.999", "17:46:50", "17:46:50.001"]
+    stamps = [f"2030-03-17 {moment}" for moment in moments]
+    by_writer = writer.call(commit_times_seen, path, stamps)
+    assert reader.call(commit_times_seen, path, stamps) == by_writer
+    at = [dt.datetime(2030, 3, 17, 17, 46, 40), dt.datetime(2030, 3, 17, 17, 46, 50)]
+    times = [at[0], at[1], at[1] + dt.timedelta(milliseconds=1)]
+    assert by_writer[1] == list(enumerate(times))
+    assert [ms for _, ms in by_writer[0]] == times[1:]  # version 0 changed no rows
+    assert by_writer[2] == [0, 0, 10, 7]

@@ -64,6 +64,11 @@ def test_names_are_the_session_catalogs(spark):
     detail = spark.sql("DESCRIBE DETAIL engine_names.numbers").first()
     assert table.location.rstrip("/") == str(detail["location"]).removeprefix("file:").rstrip("/")
     assert api.find(spark, "engine_names.no_such_table") is None
+    assert api.find(spark, "no_such_database.numbers") is None
+    spark.range(2).write.format("parquet").saveAsTable("engine_names.plain")
+    assert api.find(spark, "engine_names.plain") is None  # not a Delta table
+    spark.range(2).createOrReplaceTempView("engine_view")
+    assert api.find(spark, "engine_view") is None  # a view is no table
 
 
 def test_the_door_writes_merges_and_reads_through_delta_spark(spark, tmp_path):

@@ -187,3 +187,26 @@ def test_scd1_ignore_null_updates_a_late_value_fills_a_newer_null(project):
                              "operation": "DELETE"}], folder="users")  # fmt: skip
     assert project.run().ok
     assert target(project) == [(1, "Ana", None)]  # deleted at 4: Lima is gone, Ana at 5 stays
+
+
+def test_a_sequence_by_column_naming_a_kept_column_is_that_column(spark):
+    """``col("sequenceNum")`` is the column itself, as the name is: SCD1 then keeps
+    tombstones only (no MERGE of the state per batch); an expression is not, even one
+    whose text reads like the name (a literal, a cast)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from headwater.pipelines.define.auto_cdc import auto_cdc, resolve
+    from headwater.pipelines.define.elements import Origin
+
+    schema = StructType.fromDDL("userId bigint, name string, sequenceNum bigint")
+
+    def kept(sequence_by) -> str | None:
+        spec = auto_cdc("users", ["userId"], sequence_by)
+        return resolve(spark, spec, schema, Origin("p.py")).sequence_column
+
+    assert kept("sequenceNum") == kept(F.col("sequenceNum")) == "sequenceNum"
+    assert kept(F.col("`sequencenum`")) == "sequenceNum"
+    assert kept(F.lit("sequenceNum")) is None
+    assert kept(F.col("sequenceNum").cast("int")) is None
+    assert kept(F.col("sequenceNum") + 1) is None

@@ -10,6 +10,7 @@ import pytest
 from deltalake import DeltaTable as RsTable
 
 import headwater
+from headwater.delta.log.delta_log import DeltaLog
 from headwater.sql import SqlError
 
 
@@ -26,7 +27,7 @@ def ops(path, n=None):
 
 
 def _commit_time(path: str, version: int) -> str:
-    ms = next(h["timestamp"] for h in RsTable(path).history() if h["version"] == version)
+    ms = next(h["timestamp"] for h in DeltaLog(path).history() if h["version"] == version)
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[
         :-3
     ]

@@ -8,9 +8,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from deltalake import DeltaTable as RsTable
 
 import headwater
+from headwater.delta.log.delta_log import DeltaLog
 from headwater.sql import SqlError
 
 
@@ -28,7 +28,7 @@ def table(spark, tmp_path_factory):
 
 
 def stamp(path: str, version: int) -> str:
-    ms = next(h["timestamp"] for h in RsTable(path).history() if h["version"] == version)
+    ms = next(h["timestamp"] for h in DeltaLog(path).history() if h["version"] == version)
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y%m%d%H%M%S%f")[:-3]
 
 

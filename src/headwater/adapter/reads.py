@@ -16,7 +16,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
-from headwater import api
+from headwater import api, engines
 from headwater.adapter import resolution
 from headwater.adapter.errors import carried
 from headwater.adapter.state import state_of
@@ -32,7 +32,8 @@ Method = Callable[..., Any]
 def reader_load(original: Method) -> Method:
     def load(self, path=None, format=None, schema=None, **options):
         state = state_of(self)
-        if not state.is_format("delta", format) or isinstance(path, (list, tuple)):
+        delta = state.is_format("delta", format, engines.delta_by_default(self._spark))
+        if not delta or isinstance(path, (list, tuple)):
             return original(self, path, format, schema, **options)
         if schema is not None or state.schema is not None:
             raise OptionError(
@@ -105,7 +106,7 @@ def stream_reader_load(original: Method) -> Method:
                     schema = with_column(schema or state.schema, parsed.rescue_column, StringType())
                 if parsed.file_metadata_column:
                     schema = with_file_metadata(schema or state.schema, parsed.file_metadata_column)
-        elif state.is_format("delta", format):
+        elif state.is_format("delta", format, engines.delta_by_default(self._spark)):
             check_known(opts, STREAM_READ_OPTIONS, "streaming from a delta table")
         try:
             return original(self, path, format, schema, **options)

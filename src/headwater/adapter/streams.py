@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from headwater import api, storage
+from headwater import api, engines, storage
 from headwater.adapter.state import state_of
 from headwater.adapter.writes import refuse_layout
 from headwater.delta.options import output_mode, sink_spec
@@ -32,7 +32,12 @@ def stream_writer_start(original: Method) -> Method:
         self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **options
     ):
         state = state_of(self)
-        if not state.is_format("delta", format):
+        # Without a format, a path is a Delta table's where Delta is the default; without a
+        # path either, the sink is Spark's (foreachBatch, foreach).
+        spark = self._df.sparkSession
+        given = path or any(k.lower() == "path" for k in state.merged(options))
+        implied = bool(given) and engines.delta_by_default(spark)
+        if not state.is_format("delta", format, implied):
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
         opts = state.merged(options)
         path = path or next((v for k, v in opts.items() if k.lower() == "path"), None)
@@ -51,7 +56,8 @@ def stream_writer_to_table(original: Method) -> Method:
         self, tableName, format=None, outputMode=None, partitionBy=None, queryName=None, **options
     ):
         state = state_of(self)
-        if not state.is_format("delta", format, default=True):
+        delta = engines.delta_by_default(self._df.sparkSession)
+        if not state.is_format("delta", format, delta):
             return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
         location = next((v for k, v in state.merged(options).items() if k.lower() == "path"), None)
         target = api.table(self._df.sparkSession, tableName, location)

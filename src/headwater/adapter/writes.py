@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from headwater import api
+from headwater import api, engines
 from headwater.adapter.state import BuilderState, state_of
 from headwater.delta.options import WriteSpec, condition_text, save_mode
 from headwater.errors import (
@@ -74,7 +74,7 @@ def _pop(options: dict[str, str], name: str) -> str | None:
 def writer_save(original: Method) -> Method:
     def save(self, path=None, format=None, mode=None, partitionBy=None, **options):
         state = state_of(self)
-        if not state.is_format("delta", format):
+        if not state.is_format("delta", format, engines.delta_by_default(self._df.sparkSession)):
             return original(self, path, format, mode, partitionBy, **options)
         refuse_layout(state, "df.write.format('delta').save", cluster_by_ok=True)
         opts = state.merged(options)
@@ -91,7 +91,7 @@ def writer_save(original: Method) -> Method:
 def writer_save_as_table(original: Method) -> Method:
     def saveAsTable(self, name, format=None, mode=None, partitionBy=None, **options):
         state = state_of(self)
-        if not state.is_format("delta", format, default=True):
+        if not state.is_format("delta", format, engines.delta_by_default(self._df.sparkSession)):
             return original(self, name, format, mode, partitionBy, **options)
         refuse_layout(state, f"saveAsTable('{name}')", cluster_by_ok=True)
         spark = self._df.sparkSession
@@ -167,14 +167,14 @@ def _v2_target(writer: Any, create: bool) -> api.TableDoor | None:
     spark: SparkSession = writer._spark
     found = api.find(spark, state.table or "")
     if found is not None and (found.exists() or create):
-        if not state.is_format("delta", default=True):
+        if not state.is_format("delta", default=True):  # an existing Delta table: Delta
             raise UnsupportedOperationError(
                 f"writeTo('{state.table}').using('{state.format}'): {found.name} is a Delta "
                 "table; drop using(...) or use using('delta')."
             )
         refuse_layout(state, f"writeTo('{state.table}')", cluster_by_ok=True)
         return found
-    if create and state.is_format("delta", default=True):
+    if create and state.is_format("delta", default=engines.delta_by_default(spark)):
         return api.table(spark, state.table or "")
     return None
 

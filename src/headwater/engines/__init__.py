@@ -86,5 +86,28 @@ def require_headwater(spark: SparkSession, what: str) -> None:
         )
 
 
+# Spark's setting for the format of a table written or created without one
+# (``saveAsTable``, ``writeStream.toTable``, ``CREATE TABLE`` without ``USING``, CTAS) and of a
+# read or write by path without one. Spark's default is Parquet; the known platform's is Delta.
+DEFAULT_FORMAT = "spark.sql.sources.default"
+
+
+def default_to_delta(spark: SparkSession) -> None:
+    """Make Delta the format of tables written or created without one, on either engine, as
+    on the known platform, unless the user set ``spark.sql.sources.default`` themselves
+    (in the session's builder, ``headwater.session(conf=...)`` or ``spark.conf.set`` before
+    ``install``): theirs is kept. Without this a delta-spark session silently makes a
+    Parquet table of the README's ``writeStream...toTable("bronze.events")``."""
+    if spark.conf.get(DEFAULT_FORMAT, None) is None:
+        spark.conf.set(DEFAULT_FORMAT, "delta")
+
+
+def delta_by_default(spark: SparkSession) -> bool:
+    """Whether a read, write or CREATE TABLE that names no format is Delta's (headwater's
+    engine routes such calls to its own Delta path then, as delta-spark's Spark does)."""
+    found = spark.conf.get(DEFAULT_FORMAT, None) or "parquet"
+    return str(found).strip().lower() == "delta"
+
+
 def __getattr__(name: str) -> ModuleType:
     return submodule(__name__, name)  # ``headwater.engines.door`` without importing it first

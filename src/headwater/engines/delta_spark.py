@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -31,6 +32,7 @@ from pyspark.sql.streaming import DataStreamReader
 from pyspark.sql.types import DataType, StructField, StructType
 
 from headwater.delta.dml.rewrite import Result as MergeResult
+from headwater.delta.log.actions import Commit
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.options import OutputMode, WriteSpec, with_time_travel
 from headwater.delta.read.batch import read_appended
@@ -117,9 +119,16 @@ class DeltaSparkTable:
 
     def write(self, df: DataFrame, spec: WriteSpec, operation: object = None) -> WriteResult:
         """One batch write through delta-spark's writer (``operation`` names headwater's own
-        commits; delta-spark names its own)."""
+        commits; delta-spark names its own).
+
+        A named table is created by ``saveAsTable`` (the session catalog records it) and
+        written by its path once it exists: ``saveAsTable`` would have delta-spark look the
+        name up in the metastore at every micro-batch and, at each overwrite (a
+        materialized view's refresh), replace the table there (a ReplaceTableAsSelect
+        rebuilding a snapshot from version 0, then two metastore alterations: 1-3 s, and
+        the Hive metastore's ERROR for the Hive-compatible one it refuses). The log is the
+        table's definition; delta-spark reads a name's schema from it."""
         before = self._latest()
-        schema_before = self._schema() if before is not None else None
         writer = original(DataFrameWriter, "format")(df.write, "delta")
         writer = original(DataFrameWriter, "mode")(writer, spec.mode)
         options = _writer_options(spec, creating=before is None)
@@ -129,9 +138,9 @@ class DeltaSparkTable:
             writer = original(DataFrameWriter, "partitionBy")(writer, *spec.partition_by)
         if spec.cluster_by and before is None:
             writer = original(DataFrameWriter, "clusterBy")(writer, *spec.cluster_by)
-        if self.table_name is not None:
+        if self.table_name is not None and before is None:
             self._ensure_schema()
-            if before is None and self.external:
+            if self.external:
                 writer = original(DataFrameWriter, "option")(writer, "path", self.location)
             original(DataFrameWriter, "saveAsTable")(writer, self.table_name)
         else:
@@ -139,14 +148,15 @@ class DeltaSparkTable:
         after = self._latest()
         if after is None or after == before:
             return WriteResult(version=None)
-        metrics = self._metrics(after)
+        commit = DeltaLog(self.location).read_commit(after)
+        metrics = _metrics_of(commit)
         return WriteResult(
             version=after,
             num_files=int(metrics.get("numFiles", 0)),
             num_rows=int(metrics.get("numOutputRows", 0)),
             num_bytes=int(metrics.get("numOutputBytes", 0)),
             created=before is None,
-            schema_changed=schema_before is not None and self._schema() != schema_before,
+            schema_changed=self._schema_changed(commit, before),
         )
 
     def sink(
@@ -188,13 +198,12 @@ class DeltaSparkTable:
         user_metadata: str | None = None,
     ) -> MergeResult:
         """MERGE through delta-spark's ``DeltaTable.merge`` builder, clause by clause."""
-        schema_before = self._schema()
         builder = self.delta_table().alias(target_alias).merge(source, as_column(condition))
         for clause in clauses:
             builder = _apply(builder, clause)
         if evolve:
             builder = builder.withSchemaEvolution()
-        return self._run(builder.execute, txn, user_metadata, schema_before)
+        return self._run(builder.execute, txn, user_metadata)
 
     def update(
         self, condition: ExprLike | None, assignments: Mapping[str, ExprLike]
@@ -336,14 +345,14 @@ class DeltaSparkTable:
         log = DeltaLog(self.location)
         return log.latest_version() if log.exists() else None
 
-    def _schema(self) -> str:
-        """The table's schema as its log states it: a read of the log, not a Spark query
-        (this runs around every write)."""
-        return DeltaLog(self.location).snapshot().metadata.schema_string
-
-    def _metrics(self, version: int) -> dict[str, str]:
-        info = DeltaLog(self.location).read_commit(version).info
-        return dict(info.values.get("operationMetrics") or {}) if info is not None else {}
+    def _schema_changed(self, commit: Commit, before: int | None) -> bool:
+        """Whether ``commit`` changed the schema the table had at ``before``: only a commit
+        carrying a metaData action can, so the log's state at ``before`` is read for those
+        alone (an overwrite, mergeSchema), not around every write."""
+        if before is None or commit.metadata is None:
+            return False
+        earlier = DeltaLog(self.location).snapshot(version=before).metadata.schema_string
+        return commit.metadata.schema_string != earlier
 
     def _ensure_schema(self) -> None:
         """delta-spark's saveAsTable needs the table's database to exist; headwater's
@@ -357,7 +366,6 @@ class DeltaSparkTable:
         action: Callable[[], object],
         txn: tuple[str, int] | None = None,
         user_metadata: str | None = None,
-        schema_before: str | None = None,
     ) -> MergeResult:
         before = self._latest()
         with _session_settings(self.spark, txn, user_metadata):
@@ -365,9 +373,16 @@ class DeltaSparkTable:
         after = self._latest()
         if after is None or after == before:
             return MergeResult(version=None)
-        metrics = {k: int(v) for k, v in self._metrics(after).items() if str(v).isdigit()}
-        changed = schema_before is not None and self._schema() != schema_before
+        commit = DeltaLog(self.location).read_commit(after)
+        metrics = {k: int(v) for k, v in _metrics_of(commit).items() if str(v).isdigit()}
+        changed = self._schema_changed(commit, before)
         return MergeResult(version=after, metrics=metrics, schema_changed=changed)
+
+
+def _metrics_of(commit: Commit) -> dict[str, str]:
+    """The commit's ``operationMetrics`` (delta-spark's, as strings)."""
+    info = commit.info
+    return dict(info.values.get("operationMetrics") or {}) if info is not None else {}
 
 
 def _writer_options(spec: WriteSpec, creating: bool) -> dict[str, str]:
@@ -484,6 +499,10 @@ def find(spark: SparkSession, name: str) -> DeltaSparkTable | None:
 
 
 def _described_location(spark: SparkSession, name: str) -> str | None:
+    found = _catalog_entry(spark, name)
+    if found is not None:
+        provider, location = found
+        return location if provider == "delta" and location else None
     try:
         if not spark.catalog.tableExists(name):
             return None
@@ -493,3 +512,34 @@ def _described_location(spark: SparkSession, name: str) -> str | None:
     if row is None or str(row["format"]).lower() != "delta":
         return None
     return str(row["location"])
+
+
+def _catalog_entry(spark: SparkSession, name: str) -> tuple[str, str] | None:
+    """(provider, location) of the session catalog's table ``name``, as its metastore
+    keeps them: one metastore call, where ``DESCRIBE DETAIL`` had delta-spark load the
+    table's snapshot (this runs at every lookup of a name: a pipeline's flows and views
+    look up their tables several times an update). ``("", "")`` when the catalog has no
+    such table (or a view); None when the name is not a plain ``db.t`` of the session
+    catalog, for the caller's general path."""
+    try:
+        jspark = spark._jsparkSession
+        ident = jspark.sessionState().sqlParser().parseTableIdentifier(name)
+        catalog = jspark.sessionState().catalog()
+        if catalog.isTempView(ident):  # (kept in the session: no metastore call)
+            return "", ""
+    except Exception:  # a name of another catalog (cat.db.t), one Spark cannot parse
+        return None
+    try:
+        table = catalog.getTableMetadata(ident)
+    except Exception as error:  # no such table or database: ("", ""); else the general path
+        condition = getattr(error, "getCondition", None)
+        found = str(condition() if callable(condition) else "") + str(error)
+        return ("", "") if "NOT_FOUND" in found or "NoSuch" in found else None
+    if str(table.tableType().name()) == "VIEW":
+        return "", ""
+    provider = table.provider()
+    location = table.storage().locationUri()
+    return (
+        str(provider.get()).lower() if provider.isDefined() else "",
+        unquote(str(location.get())) if location.isDefined() else "",  # a URI's spelling
+    )

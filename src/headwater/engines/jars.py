@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import uuid
 
+from pyspark.sql import SparkSession
+
 from headwater import storage
 from headwater.errors import OptionError
 from headwater.storage import paths as storage_paths
@@ -67,6 +69,9 @@ def metastore_conf(warehouse: str, existing: dict[str, str]) -> dict[str, str]:
     if any(key in existing for key in chosen) or storage.is_remote(warehouse):
         return {}
     folder = storage_paths.local_path(warehouse)
+    # Derby opens its log file as the JVM starts: in a warehouse not made yet it prints a
+    # FileNotFoundException, then its banner, on the terminal.
+    storage.make_dir(folder)
     set_aside_unfinished_metastore(storage.join(folder, "metastore_db"))
     java = existing.get("spark.driver.extraJavaOptions", "")
     return {
@@ -87,3 +92,23 @@ def set_aside_unfinished_metastore(database: str) -> None:
         storage.join(database, "service.properties")
     ):
         storage.move(database, f"{database}.unfinished-{uuid.uuid4().hex[:8]}")
+
+
+# The embedded Hive metastore's loggers whose errors are a step Spark recovers from, never
+# the user's concern: replacing a Delta table's definition (a materialized view's refresh
+# by saveAsTable overwrite) has Spark try to alter its schema in a Hive-compatible way
+# first, which the metastore refuses for a Delta table and logs at ERROR ("Failed to alter
+# table"), then store it in Spark's own format. A failure that remains reaches the caller
+# as Spark's exception.
+RECOVERED_LOGGERS = ("org.apache.hadoop.hive.metastore.HiveAlterHandler",)
+
+
+def quiet_recovered_errors(spark: SparkSession) -> None:
+    """Silence :data:`RECOVERED_LOGGERS` in the session's JVM (a local session on the
+    embedded Derby metastore of :func:`metastore_conf`)."""
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        return
+    level = jvm.org.apache.logging.log4j.Level.OFF
+    for name in RECOVERED_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)

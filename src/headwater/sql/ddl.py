@@ -15,7 +15,7 @@ from pyspark.sql.types import StructField, StructType
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from headwater import api, storage
+from headwater import api, engines, storage
 from headwater.catalog import Catalog
 from headwater.catalog.names import parse as parse_name
 from headwater.catalog.registry import TableEntry
@@ -67,6 +67,8 @@ def create(ctx: Context) -> DataFrame | object:
     using = next((p for p in props if isinstance(p, exp.FileFormatProperty)), None)
     if using is not None and (using.args.get("hive_format") or using.name.lower() != "delta"):
         return PASS
+    if using is None and not engines.delta_by_default(ctx.spark):
+        return PASS  # the user made another format the default (spark.sql.sources.default)
     unknown = [p for p in props if not _known(p)]
     if unknown and using is None:
         return PASS  # Hive-style DDL (ROW FORMAT, LIKE, ...): Spark's

@@ -28,11 +28,6 @@ from delta_corpus import assert_schema, assert_table, bag, finish, write_json, w
 from pyspark.sql.functions import col, current_timestamp
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-DEFAULT_FORMAT = pytest.mark.xfail(
-    strict=True,
-    reason="writeStream...start(path) with no format writes Parquet files: the session's "
-    "default source is parquet, where the platform's (and its examples') is delta",
-)
 SCHEMA_LOCATION_REQUIRED = pytest.mark.xfail(
     strict=True,
     reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (a "
@@ -56,7 +51,6 @@ def _drain(df, out: str, checkpoint: str) -> None:
     )
 
 
-@DEFAULT_FORMAT
 def test_schema_inference_syntax_parquet(spark, tmp_path):
     """schema: the syntax example (Parquet, schema location = checkpoint, ``start``): a
     later file of the same columns is appended; a column added by a later file stops the
@@ -103,7 +97,6 @@ EVENTS_2 = [
 MALFORMED = '{"id": 4, "user": "cy"'
 
 
-@DEFAULT_FORMAT
 def test_enable_easy_etl(spark, tmp_path):
     """patterns, "Enable easy ETL": JSON with a schema location, ``mergeSchema`` on the
     sink. Columns are strings (no type inference); a new column stops the stream once; a
@@ -145,8 +138,8 @@ def test_enable_easy_etl(spark, tmp_path):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (with it "
-    "and format('delta'), the case passes); start(path) with no format writes Parquet",
+    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (with it, "
+    "the case passes)",
 )
 def test_prevent_data_loss_in_well_structured_data(spark, tmp_path):
     """patterns, "Prevent data loss in well-structured data": a given schema and

@@ -229,10 +229,7 @@ OPERATIONS = [
     row(save_as_table),
     row(save_as_table_overwrite),
     row(save_as_table_at_a_location),
-    row(
-        save_as_table_without_format,
-        known="saveAsTable without .format makes a Parquet table on delta-spark (being fixed)",
-    ),
+    row(save_as_table_without_format),
     row(insert_into),
     row(write_to),
     row(spark_table),

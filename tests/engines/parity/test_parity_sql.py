@@ -353,11 +353,7 @@ OPERATIONS = [
         describe_history,
         documented=["isolation-default"],
     ),
-    row(
-        describe_history_parameters,
-        known="CREATE TABLE's operationParameters: description 'null' on headwater, None on "
-        "delta-spark (being fixed)",
-    ),
+    row(describe_history_parameters),
     row(describe_detail),
     row(describe_table),
     row(version_as_of),

@@ -223,15 +223,14 @@ OPERATIONS = [
     row(read_change_feed, protocol_in="create_with_change_data_feed"),
     row(
         change_feed_commit_timestamps,
-        known="change feed _commit_timestamp: commitInfo time on headwater, file time on "
-        "delta-spark (being fixed)",
         change_times=True,
         protocol_in="create_with_change_data_feed",
     ),
     row(to_table),
     row(
         to_table_without_format,
-        known="toTable without .format makes a Parquet table on delta-spark (being fixed)",
+        known="toTable creating its table: version 0 is 'WRITE' on headwater, 'CREATE TABLE' "
+        "on delta-spark",
     ),
     row(complete_mode),
     row(update_mode_into_delta_fails),

@@ -26,7 +26,7 @@ from deltalake.exceptions import TableNotFoundError as RsTableNotFoundError
 from pyspark.sql.types import StructType
 
 from headwater import storage
-from headwater.delta.log import deletion_vectors, time_travel
+from headwater.delta.log import commit_times, deletion_vectors, time_travel
 from headwater.delta.log import protocol as protocols
 from headwater.delta.log import store as log_store
 from headwater.delta.log import tolerant_replay as tolerant_log
@@ -468,7 +468,10 @@ class DeltaLog:
                 table.load_as_version(int(version))
             elif timestamp is not None:
                 when = parse_timestamp(timestamp)
-                table.load_as_version(time_travel.version_as_of(table.history(), when))
+                found = commit_times.stamp_history(
+                    self.log_dir, table.history(), table.metadata().configuration
+                )
+                table.load_as_version(time_travel.version_as_of(found, when))
         except (RsDeltaError, OSError, ValueError) as e:
             if tolerant_log.refused(e):
                 raise LogRefusedError(self.root, e) from e
@@ -488,7 +491,7 @@ class DeltaLog:
             table = self.load(version, timestamp)
         except LogRefusedError as e:
             if version is None and timestamp is not None:
-                history = tolerant_log.commit_infos(self.log_dir)
+                history = self.history()
                 version = time_travel.version_as_of(history, parse_timestamp(timestamp))
             elif version is not None:
                 time_travel.check_version(self.log_dir, int(version))
@@ -500,13 +503,18 @@ class DeltaLog:
 
     def history(self, limit: int | None = None) -> list[dict]:
         """The commits' ``commitInfo``, newest first, each with its version (delta-rs's
-        ``history()``; replayed from the JSON commits when delta-rs refuses the log)."""
+        ``history()``; replayed from the JSON commits when delta-rs refuses the log), and
+        ``timestamp`` the commit's time as the protocol defines it and delta-spark shows
+        it: its file's, or its in-commit timestamp (:mod:`.commit_times`)."""
         try:
-            return DeltaTable(self.root, storage_options=self.storage_options).history(limit)
+            table = DeltaTable(self.root, storage_options=self.storage_options)
+            found, configuration = table.history(limit), table.metadata().configuration
         except RsDeltaError as e:
             if not tolerant_log.refused(e):
                 raise
-            return tolerant_log.commit_infos(self.log_dir, limit)
+            found = tolerant_log.commit_infos(self.log_dir, limit)
+            configuration = self.snapshot().configuration
+        return commit_times.stamp_history(self.log_dir, found, configuration)
 
     def latest_version(self) -> int:
         """The newest committed version: the highest commit (or checkpoint) the log's

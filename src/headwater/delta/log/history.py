@@ -39,6 +39,21 @@ def _utc(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
 
 
+def _parameters(found: dict[str, object] | None) -> dict[str, str | None] | None:
+    """``operationParameters`` as delta-spark shows them: a map of strings, where a value the
+    commit wrote as JSON ``null`` (delta-spark's CREATE TABLE ``description``) stays null,
+    and a number, boolean, list or object is its JSON text; null when the commit has none."""
+    if found is None:
+        return None
+    return {k: v if isinstance(v, str) or v is None else json.dumps(v) for k, v in found.items()}
+
+
+def _metrics(found: dict[str, object] | None) -> dict[str, str] | None:
+    """``operationMetrics`` as strings; null when the commit has none (a CREATE TABLE
+    without rows), as delta-spark shows them, not an empty map."""
+    return None if found is None else {k: str(v) for k, v in found.items()}
+
+
 def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFrame:
     rows = []
     for h in DeltaLog(path).history(limit):
@@ -50,17 +65,14 @@ def history(spark: SparkSession, path: str, limit: int | None = None) -> DataFra
                 h.get("userName"),
                 # Tables written by headwater 0.1 kept the operation in a key of its own.
                 h.get("headwaterOperation") or h.get("operation"),
-                {
-                    k: v if isinstance(v, str) else json.dumps(v)
-                    for k, v in (h.get("operationParameters") or {}).items()
-                },
+                _parameters(h.get("operationParameters")),
                 None,  # job, notebook, clusterId: a Databricks workspace's, never ours
                 None,
                 None,
                 h.get("readVersion"),
                 h.get("isolationLevel"),
                 h.get("isBlindAppend"),
-                {k: str(v) for k, v in (h.get("operationMetrics") or {}).items()},
+                _metrics(h.get("operationMetrics")),
                 h.get("userMetadata"),
                 h.get("engineInfo"),
             )

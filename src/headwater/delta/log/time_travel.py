@@ -63,9 +63,9 @@ def check_version(
 
 
 def commit_time(info: dict[str, Any]) -> int:
-    """A commit's time (ms): its in-commit timestamp where the table keeps them (the time
-    the protocol defines then; ``timestamp`` may differ), else its commitInfo's timestamp."""
-    return int(info.get("inCommitTimestamp") or info.get("timestamp") or 0)
+    """A commit's time (ms) as an entry of ``DeltaLog.history()`` gives it: the protocol's
+    (its file's time, or its in-commit timestamp: :mod:`.commit_times`)."""
+    return int(info.get("timestamp") or 0)
 
 
 def version_as_of(history: list[dict[str, Any]], when: datetime, restoring: bool = False) -> int:

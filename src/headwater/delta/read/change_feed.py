@@ -22,6 +22,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from headwater import storage
 from headwater.delta.files import change_data
 from headwater.delta.files.arrow_read import FileTask, arrow_schema, read_file
+from headwater.delta.log.commit_times import ChangeTimes
 from headwater.delta.log.delta_log import DeltaLog, Snapshot, parse_timestamp
 from headwater.delta.schema import column_mapping as mapping
 from headwater.errors import CorruptLogError, DeltaError, OptionError
@@ -61,15 +62,6 @@ def data_part(schema: StructType | None) -> StructType | None:
 
 
 # -- which versions ------------------------------------------------------------------------
-
-
-def commit_timestamp_ms(dlog: DeltaLog, version: int, actions: list[dict]) -> int:
-    info: dict = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
-    ts = info.get("inCommitTimestamp") or info.get("timestamp")
-    if ts is None:
-        fs, path = storage.filesystem(storage.join(dlog.log_dir, f"{version:020d}.json"))
-        return int(fs.get_file_info(path).mtime.timestamp() * 1000)
-    return int(ts)
 
 
 def resolve_range(dlog: DeltaLog, options: dict[str, str]) -> tuple[int, int]:
@@ -119,22 +111,20 @@ def _as_version(value: str, name: str, latest: int) -> int:
 
 def _first_at_or_after(dlog: DeltaLog, when: datetime, latest: int) -> int:
     limit = when.replace(tzinfo=when.tzinfo or timezone.utc).timestamp() * 1000
-    for version in range(latest + 1):
-        if _ts(dlog, version) >= limit:
-            return version
-    return latest + 1
+    stamps = _history_times(dlog)
+    return min((v for v, ms in stamps.items() if ms >= limit and v <= latest), default=latest + 1)
 
 
 def _last_at_or_before(dlog: DeltaLog, when: datetime, latest: int) -> int:
     limit = when.replace(tzinfo=when.tzinfo or timezone.utc).timestamp() * 1000
-    for version in range(latest, -1, -1):
-        if _ts(dlog, version) <= limit:
-            return version
-    return -1
+    stamps = _history_times(dlog)
+    return max((v for v, ms in stamps.items() if ms <= limit and v <= latest), default=-1)
 
 
-def _ts(dlog: DeltaLog, version: int) -> int:
-    return commit_timestamp_ms(dlog, version, dlog.commit_actions(version))
+def _history_times(dlog: DeltaLog) -> dict[int, int]:
+    """Each kept commit's time as time travel resolves timestamps (delta-spark resolves a
+    change feed's starting and ending timestamps so too)."""
+    return {int(h["version"]): int(h["timestamp"]) for h in dlog.history()}
 
 
 # -- which files ---------------------------------------------------------------------------
@@ -146,6 +136,7 @@ def range_tasks(dlog: DeltaLog, start: int, end: int) -> list[FileTask]:
     snapshot.check_readable()
     enabled = change_data.enabled(snapshot.configuration)
     names = mapping.logical_paths(snapshot.schema)
+    times = ChangeTimes(dlog.log_dir, start)
     tasks: list[FileTask] = []
     for version in range(start, end + 1):
         actions = dlog.commit_actions(version)
@@ -159,16 +150,21 @@ def range_tasks(dlog: DeltaLog, start: int, end: int) -> list[FileTask]:
                 "Enable it with the table property delta.enableChangeDataFeed = true; see "
                 "DESCRIBE HISTORY for when it was enabled, and read from a later version."
             )
-        tasks.extend(version_tasks(dlog, version, actions, names))
+        tasks.extend(version_tasks(dlog, version, actions, names, times))
     return tasks
 
 
 def version_tasks(
-    dlog: DeltaLog, version: int, actions: list[dict], names: dict[str, str] | None = None
+    dlog: DeltaLog,
+    version: int,
+    actions: list[dict],
+    names: dict[str, str] | None = None,
+    times: ChangeTimes | None = None,
 ) -> list[FileTask]:
-    """The change files of one commit."""
+    """The change files of one commit; ``times``: the commits' times, kept by a caller
+    reading several versions (one listing of the log for all)."""
     names = names or {}
-    ts = commit_timestamp_ms(dlog, version, actions)
+    ts = (times or ChangeTimes(dlog.log_dir, version)).of(version, actions)
     cdc = [a["cdc"] for a in actions if "cdc" in a]
     if cdc:
         return [_task(dlog, c, None, version, ts, names) for c in cdc]
@@ -238,9 +234,10 @@ def _live(selection: tuple[bool, ...] | None, n: int) -> list[bool]:
 def snapshot_tasks(dlog: DeltaLog, snapshot: Snapshot) -> list[FileTask]:
     """A snapshot's rows as inserts at its version (a change-feed stream's first batch)."""
     try:
-        ts = _ts(dlog, snapshot.version)
+        actions = dlog.commit_actions(snapshot.version)
     except CorruptLogError:  # the commit file was cleaned up after a checkpoint
-        ts = 0
+        actions = []
+    ts = ChangeTimes(dlog.log_dir, snapshot.version).of(snapshot.version, actions)
     dvs = snapshot.deletion_vectors
     return [
         FileTask(

@@ -45,6 +45,7 @@ from headwater.delta.files.arrow_read import (
     read_files,
 )
 from headwater.delta.log import deletion_vectors
+from headwater.delta.log.commit_times import ChangeTimes
 from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.read import change_feed as cdf
 from headwater.delta.schema import column_mapping as mapping
@@ -95,6 +96,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._files_cache: dict[tuple[int, bool], list[FileTask]] = {}
         self._initial: dict | None = None
         self._restarted_latest = False
+        self._change_times: ChangeTimes | None = None  # from the first version read
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -228,7 +230,10 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if metadata is not None:
             self._check_schema(version, metadata)
         if self.change_feed:
-            return cdf.version_tasks(self.log, version, actions, self._logical_partition_names)
+            if self._change_times is None:
+                self._change_times = ChangeTimes(self.log.log_dir, version)
+            names = self._logical_partition_names
+            return cdf.version_tasks(self.log, version, actions, names, self._change_times)
         if removes:
             if self.skip_change_commits:
                 return []

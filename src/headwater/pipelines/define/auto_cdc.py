@@ -149,9 +149,9 @@ def resolve(spark: SparkSession, spec: AutoCdc, source: StructType, origin: Orig
     if spec.scd_type == 2:
         schema = schema.add(START_AT, types["sequence_by"]).add(END_AT, types["sequence_by"])
     named_sequence = spec.sequence_by.strip().strip("`").lower()
+    if "sequence_by" in spec.columns:  # a Column: the column it is, if it is one as it is
+        named_sequence = (column_named(empty, spec.columns["sequence_by"]) or "").lower()
     sequence_column = next((c for c in columns if c.lower() == named_sequence), None)
-    if "sequence_by" in spec.columns:  # a Column: its text may not be a plain name
-        sequence_column = None
     return CdcPlan(
         spec,
         tuple(keys),
@@ -161,6 +161,21 @@ def resolve(spark: SparkSession, spec: AutoCdc, source: StructType, origin: Orig
         schema,
         sequence_column,
     )
+
+
+def column_named(rows: DataFrame, column: Column) -> str | None:
+    """The column of ``rows`` that ``column`` is, as it is (``col("seq")``), or None for
+    an expression (a cast, a field, a literal whose text reads like a name). Its text
+    cannot tell: ``lit("seq")`` reads ``seq`` too; Spark's analysis of it can. A
+    ``sequence_by`` naming a column the target keeps lets SCD1 keep tombstones only."""
+    try:
+        analysed = rows.select(column)._jdf.queryExecution().analyzed()
+        found = analysed.projectList().head()
+        if found.getClass().getSimpleName() != "AttributeReference":
+            return None
+        return str(found.name())
+    except Exception:  # a plan of another shape: an expression, as before
+        return None
 
 
 def tombstone_seconds(properties: Mapping[str, str]) -> int:

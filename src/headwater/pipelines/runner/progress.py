@@ -7,6 +7,7 @@ not a redrawn screen: they read the same in a terminal, a CI log and a pytest ca
 from __future__ import annotations
 
 import sys
+import threading
 from typing import TextIO
 
 from headwater.event_log_format import DataQuality, FlowProgress, FlowStatus
@@ -57,7 +58,14 @@ class Printer:
             self.write(f"  {event.flow_name:<32} {status:<10}{tail}")
 
     def write(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        # One write per line, under a lock: flows report from threads of their own, and
+        # print() writes the line and its newline apart, so two lines could interleave.
+        with _LINES:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+_LINES = threading.Lock()
 
 
 def summary(result: UpdateResult) -> str:
