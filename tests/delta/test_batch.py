@@ -302,6 +302,7 @@ def test_missing_table_and_corrupt_log_give_named_errors(spark, tmp_path):
     # Spark's (and delta-spark's) words for a missing path, which users' code matches on
     assert str(missing.value).startswith("[PATH_NOT_FOUND] Path does not exist:")
     assert missing.value.getCondition() == "PATH_NOT_FOUND"
+    assert missing.value.getSqlState() == "42K03"
     path = str(tmp_path / "t")
     spark.range(3).write.format("delta").save(path)
     spark.range(3).write.format("delta").mode("append").save(path)
