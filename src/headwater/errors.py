@@ -83,6 +83,7 @@ class DeltaAnalysisError(DeltaError, AnalysisException):
 _SQL_STATES = {
     "TABLE_OR_VIEW_NOT_FOUND": "42P01",
     "DELTA_TABLE_NOT_FOUND": "42P01",
+    "PATH_NOT_FOUND": "42K03",  # Spark's, for a path that does not exist
     "TABLE_OR_VIEW_ALREADY_EXISTS": "42P07",
     "DELTA_TABLE_ALREADY_EXISTS": "42P07",
     "DELTA_MISSING_DELTA_TABLE": "42P01",

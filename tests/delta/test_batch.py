@@ -298,8 +298,12 @@ def test_unknown_option_is_named(spark, table_path):
 
 
 def test_missing_table_and_corrupt_log_give_named_errors(spark, tmp_path):
-    with pytest.raises(TableNotFoundError, match="No Delta table"):
+    with pytest.raises(TableNotFoundError, match="No Delta table") as missing:
         spark.read.format("delta").load(str(tmp_path / "nothing"))
+    # Spark's (and delta-spark's) words for a missing path, which users' code matches on
+    assert str(missing.value).startswith("[PATH_NOT_FOUND] Path does not exist:")
+    assert missing.value.getCondition() == "PATH_NOT_FOUND"
+    assert missing.value.getSqlState() == "42K03"
     path = str(tmp_path / "t")
     spark.range(3).write.format("delta").save(path)
     spark.range(3).write.format("delta").mode("append").save(path)
@@ -351,6 +355,48 @@ def test_txn_app_id_and_version_make_a_write_idempotent(spark, table_path):
         "txnVersion", 4
     ).save(table_path)
     assert spark.read.format("delta").load(table_path).count() == 10
+
+
+def test_a_replayed_write_that_created_the_table_is_skipped_in_the_default_mode(spark, table_path):
+    """The first write of a job creates the table (mode errorifexists, the default); run
+    again with the same txnAppId/txnVersion (a foreachBatch batch replayed after a crash)
+    it is skipped, as in delta-spark, not refused because the table now exists."""
+    for _ in range(2):
+        spark.range(3).write.format("delta").option("txnAppId", "job-2").option(
+            "txnVersion", 0
+        ).save(table_path)
+    assert spark.read.format("delta").load(table_path).count() == 3
+    with pytest.raises(Exception, match="already exists"):
+        spark.range(3).write.format("delta").option("txnAppId", "job-2").option(
+            "txnVersion", 1
+        ).save(table_path)
+
+
+def test_session_property_defaults_apply_to_new_tables_only(spark, tmp_path):
+    """``spark.databricks.delta.properties.defaults.<key>`` gives every table created in
+    the session ``delta.<key>`` (here a DataFrame write and CREATE TABLE); the table's own
+    properties win and existing tables are left as they are."""
+    key = "spark.databricks.delta.properties.defaults.enableChangeDataFeed"
+    old = str(tmp_path / "old")
+    spark.range(1).write.format("delta").save(old)
+    spark.conf.set(key, "true")
+    try:
+        written, created, own = (str(tmp_path / n) for n in ("written", "created", "own"))
+        spark.range(1).write.format("delta").save(written)
+        spark.sql(f"CREATE TABLE delta.`{created}` (id INT) USING DELTA")
+        spark.sql(
+            f"CREATE TABLE delta.`{own}` (id INT) USING DELTA "
+            "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')"
+        )
+        spark.range(1).write.format("delta").mode("append").save(old)
+    finally:
+        spark.conf.unset(key)
+
+    def feed(path):
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+        return detail.properties.get("delta.enableChangeDataFeed")
+
+    assert [feed(p) for p in (written, created, own, old)] == ["true", "true", "false", None]
 
 
 def test_rows_written_from_python_objects(spark, table_path):

@@ -146,6 +146,26 @@ def test_change_feed_streams_from_a_version(spark, changed_table, tmp_path):
     assert _changes(drain_to_memory(spark, stream, "cdf_stream", tmp_path / "cp")) == EXPECTED
 
 
+def test_change_feed_stream_from_a_timestamp_starts_at_the_first_commit_at_or_after_it(
+    spark, changed_table, tmp_path
+):
+    """A timestamp between two commits starts at the later one, as a batch read does (and
+    delta-spark's streams): the stream began one commit early."""
+    ts = {
+        r["version"]: r["timestamp"]
+        for r in DeltaTable.forPath(spark, str(changed_table)).history().collect()
+    }
+    between = ts[2] + (ts[3] - ts[2]) / 2
+    stream = (
+        spark.readStream.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingTimestamp", between.strftime("%Y-%m-%d %H:%M:%S.%f"))
+        .load(str(changed_table))
+    )
+    rows = _changes(drain_to_memory(spark, stream, "cdf_from_ts", tmp_path / "cp"))
+    assert rows == [e for e in EXPECTED if e[0] >= 3]
+
+
 def test_change_feed_stream_without_start_begins_with_the_snapshot_as_inserts(
     spark, changed_table, tmp_path
 ):

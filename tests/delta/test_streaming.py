@@ -164,6 +164,26 @@ def test_starting_version_latest_starts_at_the_latest_until_a_run_reads(spark, p
     assert _ids(spark, dst) == [8, 9, 10, 11]
 
 
+def test_a_rewrite_with_data_change_false_is_skipped_by_streams(spark, paths):
+    """``option("dataChange", "false")`` on an overwrite that only rearranges the rows
+    (delta-spark's compaction by hand): its adds and removes are logged as no data
+    change, so a stream reading the table neither fails on the removes nor delivers the
+    rows again."""
+    src, dst, ckpt = paths
+    _append(spark, src, 0, 10)
+    spark.read.format("delta").load(src).repartition(3).write.format("delta").mode(
+        "overwrite"
+    ).option("dataChange", "false").save(src)
+    log = os.path.join(src, "_delta_log", "00000000000000000001.json")
+    with open(log) as f:
+        actions = [json.loads(line) for line in f]
+    files = [a.get("add") or a.get("remove") for a in actions if "add" in a or "remove" in a]
+    assert files and all(f["dataChange"] is False for f in files)
+    _stream(spark, src, dst, ckpt, {"availableNow": True}, startingVersion=0).awaitTermination()
+    assert _ids(spark, dst) == list(range(10))
+    assert _ids(spark, src) == list(range(10))
+
+
 def test_max_bytes_per_trigger_limits_batches(spark, paths):
     src, dst, ckpt = paths
     for i in range(4):

@@ -35,6 +35,10 @@ STREAM_READ_OPTIONS = {
     "skipchangecommits",
     "ignoredeletes",
     "ignorechanges",
+    # delta-spark keeps the source's schema history there to continue past a rename or
+    # drop; headwater stops the stream at such a change and reads the new schema on
+    # restart, so it needs no such record: accepted, nothing is written there.
+    "schematrackinglocation",
 }
 WRITE_OPTIONS = {
     "mergeschema",
@@ -46,6 +50,7 @@ WRITE_OPTIONS = {
     "maxrecordsperfile",
     "txnappid",
     "txnversion",
+    "datachange",
     "checkpointlocation",
     "queryname",
 }
@@ -78,7 +83,7 @@ _CANONICAL = {
         "maxFilesPerTrigger", "maxBytesPerTrigger", "skipChangeCommits", "ignoreDeletes",
         "ignoreChanges", "mergeSchema", "overwriteSchema", "replaceWhere", "partitionBy",
         "userMetadata", "compression", "maxRecordsPerFile", "txnAppId", "txnVersion",
-        "checkpointLocation", "queryName",
+        "checkpointLocation", "queryName", "schemaTrackingLocation", "dataChange",
     ]
 }  # fmt: skip
 
@@ -139,6 +144,9 @@ class WriteSpec:
     # CREATE [OR REPLACE] TABLE AS SELECT, as delta-spark logs it (else WRITE).
     as_table: bool = False
     cluster_by: tuple[str, ...] | None = None  # liquid clustering (df.write.clusterBy)
+    # dataChange=false: the write only rearranges rows already there (a compaction by
+    # hand); its files are logged so, and streams reading the table skip the commit.
+    data_change: bool = True
 
     @classmethod
     def from_options(
@@ -163,6 +171,7 @@ class WriteSpec:
             compression=o.get("compression", "snappy"),
             max_records_per_file=as_int(o.get("maxrecordsperfile"), "maxRecordsPerFile"),
             txn=None if app_id is None or version is None else (app_id, version),
+            data_change=as_bool(o.get("datachange"), "dataChange", default=True),
         )
 
 

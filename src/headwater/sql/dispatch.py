@@ -40,6 +40,7 @@ Args = dict[str, Any] | list[Any] | None
 HANDLERS: dict[str, Callable[[Context], Any]] = {
     "describe": maintenance.describe,
     "show_tblproperties": maintenance.show_tblproperties,
+    "show_partitions": maintenance.show_partitions,
     "describe_table": conversion.describe_table,
     "convert": conversion.convert,
     "generate": conversion.generate,
@@ -86,6 +87,8 @@ def classify(stmt: Statement) -> str | None:
         return "describe_table"
     if w0 == "SHOW" and re.match(r"TBLPROPERTIES\s+\S", getattr(c.peek(1), "text", ""), re.I):
         return "show_tblproperties"  # sqlglot keeps what follows SHOW as one string
+    if w0 == "SHOW" and re.match(r"PARTITIONS\s+\S", getattr(c.peek(1), "text", ""), re.I):
+        return "show_partitions"
     if (w0, w1, c.word(2)) == ("CONVERT", "TO", "DELTA"):
         return "convert"
     if w0 == "GENERATE" and c.word(2) == "FOR":

@@ -14,7 +14,8 @@
   (:func:`read_files_stream`) it is Auto Loader, ``schemaEvolutionMode`` ``addNewColumns``.
 * ``cloud_files_state(location)``: Auto Loader's file state
   (:func:`headwater.autoloader.cloud_files_state`).
-* ``table_changes(table, start[, end])``: the table's change data feed.
+* ``table_changes(table, start[, end])``: the table's change data feed
+  (``table_changes_by_path(path, ...)``: of the table at a path).
 * ``event_log(storage)``: a declarative pipeline's event log (under its ``storage``).
 * ``pipeline_quality(storage)``: its expectations' metrics, one row per update, dataset and
   expectation, with no JSON to dig through.
@@ -59,6 +60,8 @@ def call(spark: SparkSession, name: str, args: list[str], named: dict[str, str])
         return cloud_files_state(location, spark=spark)
     if name == "table_changes":
         return table_changes(spark, *_args(name, args, 2, 3))
+    if name == "table_changes_by_path":
+        return table_changes(spark, *_args(name, args, 2, 3), by_path=True)
     if name == "event_log":
         return event_log(spark, *_args(name, args, 1, 1))
     if name == "pipeline_quality":
@@ -238,13 +241,16 @@ def guess_format(path: str) -> str | None:
     return None
 
 
-def table_changes(spark: SparkSession, table: str, start: str, end: str | None = None) -> DataFrame:
-    """``table_changes('t', 2, 5)`` / ``table_changes('t', '2024-01-01 00:00:00')``."""
+def table_changes(
+    spark: SparkSession, table: str, start: str, end: str | None = None, *, by_path: bool = False
+) -> DataFrame:
+    """``table_changes('t', 2, 5)`` / ``table_changes('t', '2024-01-01 00:00:00')``;
+    ``by_path``: ``table_changes_by_path('/path', ...)``, the table at a path."""
     reader = spark.read.format("delta").option("readChangeFeed", "true")
     reader = reader.option(*_bound("starting", start))
     if end is not None:
         reader = reader.option(*_bound("ending", end))
-    return reader.table(table)
+    return reader.load(table) if by_path else reader.table(table)
 
 
 def event_log(spark: SparkSession, where: str) -> DataFrame:

@@ -76,14 +76,15 @@ def _names(cur: Cursor) -> list[str]:
 
 
 def vacuum(ctx: Context) -> DataFrame:
-    """``VACUUM t [FULL] [RETAIN n HOURS] [DRY RUN]``: the files deleted (or, with DRY RUN,
-    the files that would be)."""
+    """``VACUUM t [LITE | FULL] [RETAIN n HOURS] [DRY RUN]``: the files deleted (or, with
+    DRY RUN, the files that would be). LITE (delta-spark: only the files the log removed,
+    no listing) runs as FULL, which deletes those and the table folder's unreferenced
+    files past the retention too: what a plain VACUUM deletes."""
     cur = Cursor(ctx.stmt)
     cur.next()
     table = _table(ctx, cur, "VACUUM")
-    if cur.at("LITE"):
-        raise cur.error("VACUUM LITE is not supported; VACUUM [FULL] lists the files itself.")
-    cur.accept("FULL")
+    if not cur.accept("LITE"):
+        cur.accept("FULL")
     hours = None
     if cur.accept("RETAIN"):
         hours = cur.number("a number of hours after RETAIN")
@@ -152,3 +153,31 @@ def show_tblproperties(ctx: Context) -> DataFrame | object:
         rows = {key: rows.get(key, f"Table {ref} does not have property: {key}")}
     cur.expect_end()
     return ctx.spark.createDataFrame(list(rows.items()), "key string, value string")
+
+
+def show_partitions(ctx: Context) -> DataFrame | object:
+    """``SHOW PARTITIONS t [PARTITION (k = v, ...)]`` on a Delta table: one row per
+    partition, a typed column per partition column, as delta-spark answers (Spark's own
+    command has no partitions of a Delta table to show)."""
+    cur = Cursor(split(ctx.stmt.tokens[1].text)[0])  # what follows SHOW is one string
+    cur.expect("PARTITIONS")
+    start = cur.i
+    ref = cur.table()
+    if not is_delta(ctx.spark, ref):
+        return PASS
+    cur.i = start
+    table = _table(ctx, cur, "SHOW PARTITIONS")
+    detail = table.detail().first()
+    assert detail is not None  # detail() is one row
+    columns = list(detail.partitionColumns)
+    if not columns:
+        raise cur.error(
+            "[DELTA_SHOW_PARTITION_IN_NON_PARTITIONED_TABLE] SHOW PARTITIONS is not allowed "
+            f"on {ref}, which is not partitioned."
+        )
+    rows = table.toDF().select(*[f"`{c}`" for c in columns]).distinct()
+    if cur.accept("PARTITION"):
+        specs = [cur.text(item) for item in cur.items(cur.group())]
+        rows = rows.where(" AND ".join(f"({spec})" for spec in specs))
+    cur.expect_end()
+    return rows

@@ -27,10 +27,17 @@ from headwater.sql.cursor import TableRef, is_name, is_word, matching_paren
 from headwater.sql.refs import resolve_at
 from headwater.sql.text import DIALECT, SqlError, Statement
 
-FUNCTIONS = {"read_files", "cloud_files_state", "table_changes", "event_log", "pipeline_quality"}
-# What headwater adds on a delta-spark session, whose own SQL has table_changes, time travel
-# and delta.`/path`: the table functions of files and pipelines.
-ADDED_FUNCTIONS = FUNCTIONS - {"table_changes"}
+FUNCTIONS = {
+    "read_files",
+    "cloud_files_state",
+    "table_changes",
+    "table_changes_by_path",
+    "event_log",
+    "pipeline_quality",
+}
+# What headwater adds on a delta-spark session, whose own SQL has table_changes[_by_path],
+# time travel and delta.`/path`: the table functions of files and pipelines.
+ADDED_FUNCTIONS = FUNCTIONS - {"table_changes", "table_changes_by_path"}
 _OPERATORS = {TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH}
 # Tokens a table reference follows (FROM a, b JOIN c; MERGE ... USING s; TABLE t; INTO t).
 _TABLE_CONTEXT = {

@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-import pytest
 from delta_corpus import assert_table, bag, finish, rs_changes
 from deltalake import DeltaTable as RsTable
 
@@ -135,11 +134,6 @@ def test_change_data_feed_enabled_later(spark):
         spark.sql("DROP TABLE IF EXISTS myDeltaTable")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="spark.databricks.delta.properties.defaults.* session settings are not applied "
-    "to new tables",
-)
 def test_change_data_feed_for_all_new_tables(spark):
     """``set spark.databricks.delta.properties.defaults.enableChangeDataFeed = true;``:
     every new table records its changes."""
@@ -159,7 +153,6 @@ def test_change_data_feed_for_all_new_tables(spark):
         spark.sql("DROP TABLE IF EXISTS student")
 
 
-@pytest.mark.xfail(strict=True, reason="table_changes_by_path is not a known table function")
 def test_change_data_feed_by_path_function(spark, tmp_path):
     """``SELECT * FROM table_changes_by_path('\\path', '2021-04-21 05:45:46')``."""
     path = str(tmp_path / "student")  # changed: path (was '\\path')
@@ -238,11 +231,6 @@ def test_change_data_feed_streaming_reads(spark, tmp_path):
         spark.sql("DROP TABLE IF EXISTS myDeltaTable")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a change-feed stream's startingTimestamp starts at the commit before the "
-    "timestamp, not the first commit at or after it (batch reads get it right)",
-)
 def test_change_data_feed_streaming_from_timestamp(spark, tmp_path):
     """The second streaming read: ``startingTimestamp`` on a path."""
     changes, _ = _feed_table(spark)
@@ -338,11 +326,6 @@ def test_streaming_sink_complete_mode(spark, tmp_path):
         assert_table(spark, by_customer, ["customerId", "count"], counts)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a replayed foreachBatch write with the same txnAppId/txnVersion fails with "
-    "'table already exists' (default mode) where delta-spark skips it first",
-)
 def test_idempotent_writes_in_foreach_batch(spark, tmp_path):
     """ "Idempotent table writes in foreachBatch": one batch written to two tables with
     ``txnAppId``/``txnVersion``; the batch is run again after a crash that lost the
@@ -380,11 +363,6 @@ def test_idempotent_writes_in_foreach_batch(spark, tmp_path):
         assert_table(spark, location, ["customerId", "amount"], BATCHES[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the delta stream source refuses option schemaTrackingLocation; without it the "
-    "output table gets the source's column-mapping field names but no mapping: all NULLs",
-)
 def test_schema_tracking_location(spark, tmp_path):
     """ "Tracking non-additive schema changes": a stream from a column-mapped table with
     ``schemaTrackingLocation`` inside the checkpoint."""

@@ -115,7 +115,6 @@ def test_vacuum(spark, tmp_path):
         spark.sql("DROP TABLE IF EXISTS eventsTable")
 
 
-@pytest.mark.xfail(strict=True, reason="VACUUM ... LITE is refused (VACUUM [FULL] only)")
 def test_vacuum_lite(spark, tmp_path):
     """delta-utility: ``VACUUM eventsTable LITE`` (Delta 3.3 and above)."""
     _events(spark, "eventsTable", str(tmp_path / "events"))
@@ -168,9 +167,6 @@ def test_history_and_detail(spark, tmp_path):
         spark.sql("DROP TABLE IF EXISTS eventsTable")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="SHOW PARTITIONS on a Delta table fails (Spark: no partition management)"
-)
 def test_show_partitions(spark, tmp_path):
     """delta-utility: SHOW PARTITIONS by name, with a PARTITION filter, and by path: one
     typed column per partition key."""

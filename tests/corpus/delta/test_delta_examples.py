@@ -207,11 +207,6 @@ def exists(spark, filepath):
     return True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reading a missing Delta path fails with 'No Delta table at <path>', not "
-    "'[PATH_NOT_FOUND] Path does not exist: <path>' as with delta-spark, which users match on",
-)
 def test_table_exists_py(spark, tmp_path):
     """examples/python/table_exists.py: tells a Delta table from a missing path by the
     error message delta-spark gives."""
@@ -455,9 +450,6 @@ def test_streaming_py_foreach_batch_upsert(spark, tmp_path):
     assert_table(spark, root + "/delta-table", ["id", "value"], got)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the delta writer refuses option dataChange ('unknown option')"
-)
 def test_streaming_py_append_while_rearranged(spark, tmp_path):
     """examples/python/streaming.py, last part: a table streamed into another while a batch
     job rewrites it with ``dataChange = false``; the stream must deliver no row twice."""

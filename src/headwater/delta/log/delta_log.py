@@ -455,9 +455,10 @@ class DeltaLog:
             table = DeltaTable(self.root, storage_options=self.storage_options)
         except RsTableNotFoundError as e:
             self.require_table_or_empty()
-            raise TableNotFoundError(
-                f"No Delta table at {self.root}. Write to it first or check the path."
-            ) from e
+            where = f"No Delta table at {self.root}"
+            if not storage.is_dir(self.root):  # Spark's words, which users match on
+                where = f"[PATH_NOT_FOUND] Path does not exist: {self.root}. No Delta table there"
+            raise TableNotFoundError(f"{where}. Write to it first or check the path.") from e
         except (RsDeltaError, OSError) as e:
             if tolerant_log.refused(e):
                 raise LogRefusedError(self.root, e) from e

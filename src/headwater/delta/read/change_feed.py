@@ -109,6 +109,12 @@ def _as_version(value: str, name: str, latest: int) -> int:
     return version
 
 
+def first_version_at_or_after(dlog: DeltaLog, timestamp: str) -> int:
+    """The first commit at or after ``timestamp`` (the latest version + 1 when every commit
+    is older): where a stream with ``startingTimestamp`` starts, as in delta-spark."""
+    return _first_at_or_after(dlog, parse_timestamp(timestamp), dlog.latest_version())
+
+
 def _first_at_or_after(dlog: DeltaLog, when: datetime, latest: int) -> int:
     limit = when.replace(tzinfo=when.tzinfo or timezone.utc).timestamp() * 1000
     stamps = _history_times(dlog)

@@ -114,7 +114,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return Position(self.log.latest_version() + 1, 0, False, True).to_offset()
             return Position(int(self.starting_version), 0, False).to_offset()
         if self.starting_timestamp is not None:
-            version = self.log.snapshot(timestamp=self.starting_timestamp).version
+            version = cdf.first_version_at_or_after(self.log, self.starting_timestamp)
             return Position(version, 0, False).to_offset()
         return Position(self.log.latest_version(), 0, True).to_offset()
 

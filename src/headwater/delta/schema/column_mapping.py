@@ -72,6 +72,37 @@ def is_mapped(schema: StructType) -> bool:
     return any(PHYSICAL_NAME in (f.metadata or {}) for f in schema.fields)
 
 
+def without_mapping(schema: StructType) -> StructType:
+    """``schema`` with no column-mapping ids or physical names, at any nesting level: a
+    DataFrame read from a mapped table carries its source's, which a write must not take
+    over (the target would name columns it does not hold and read as NULLs). delta-spark
+    drops them on every write too; a mapped target keeps its own or assigns new ones."""
+    return _unmapped(schema)  # type: ignore[return-value]
+
+
+def _unmapped(t: DataType) -> DataType:
+    if isinstance(t, StructType):
+        return StructType(
+            [
+                StructField(
+                    f.name,
+                    _unmapped(f.dataType),
+                    f.nullable,
+                    {k: v for k, v in (f.metadata or {}).items() if k not in _MAPPING_KEYS},
+                )
+                for f in t.fields
+            ]
+        )
+    if isinstance(t, ArrayType):
+        return ArrayType(_unmapped(t.elementType), t.containsNull)
+    if isinstance(t, MapType):
+        return MapType(_unmapped(t.keyType), _unmapped(t.valueType), t.valueContainsNull)
+    return t
+
+
+_MAPPING_KEYS = (PHYSICAL_NAME, COLUMN_ID, PARQUET_FIELD_ID, "delta.columnMapping.nested.ids")
+
+
 def file_schema(logical: StructType) -> StructType:
     """The schema to write data files with: physical names, and each column's mapping id
     as its Parquet field id (readers in ``id`` mode look columns up by it)."""

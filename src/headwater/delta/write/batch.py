@@ -29,7 +29,9 @@ from headwater.delta.log.operations import Operation
 from headwater.delta.options import WriteSpec, auto_merge
 from headwater.delta.read.batch import read_snapshot
 from headwater.delta.read.pruning import partition_filter
+from headwater.delta.schema import column_mapping as mapping
 from headwater.delta.schema import table_schema as schemas
+from headwater.delta.write.create import session_defaults
 from headwater.errors import (
     ConcurrentModificationException,
     MetadataChangedException,
@@ -105,6 +107,13 @@ def _write(
     operation: Operation | None,
 ) -> WriteResult:
     mode = spec.mode
+    if snapshot is not None and spec.txn is not None:
+        # A replayed write (same txnAppId and txnVersion) is skipped before anything else,
+        # whatever the mode: the default errorifexists must not fail the replay of a
+        # write that created the table (delta-spark checks it first too).
+        done = snapshot.table.transaction_version(spec.txn[0])
+        if done is not None and done >= spec.txn[1]:
+            return WriteResult(version=None)
     if snapshot is not None:
         snapshot.check_writable(schema_change=mode == "overwrite" and spec.overwrite_schema)
         if mode == "error":
@@ -127,7 +136,8 @@ def _write(
         if done is not None and done >= spec.txn[1]:
             return WriteResult(version=None)
 
-    data_schema = schemas.as_nullable(df.schema)
+    # A DataFrame read from a column-mapped table names its source's physical columns.
+    data_schema = mapping.without_mapping(schemas.as_nullable(df.schema))
     if snapshot is None or spec.overwrite_schema:
         schemas.check_writable(data_schema, partition_by)
         target, table_partitions, out = data_schema, partition_by, df
@@ -189,8 +199,8 @@ def _write(
     if spec.cluster_by is not None:
         _stage_clustering(txn, snapshot, spec)
     if replaced:
-        txn.remove_files(replay.removes(snapshot, replaced))  # type: ignore[arg-type]
-    txn.add_files(written.adds)
+        txn.remove_files(replay.removes(snapshot, replaced, spec.data_change))  # type: ignore[arg-type]
+    txn.add_files([replace(a, data_change=spec.data_change) for a in written.adds])
     if spec.txn is not None:
         txn.set_app_version(*spec.txn)
     txn.metrics = _metrics(written)
@@ -237,7 +247,7 @@ def _stage_metadata(
                 id=str(uuid.uuid4()),
                 schema_string=schema_string,
                 partition_columns=tuple(partition_by),
-                configuration=dict(spec.configuration or {}),
+                configuration={**session_defaults(), **dict(spec.configuration or {})},
                 description=spec.description,
                 created_time=now_ms(),
             )

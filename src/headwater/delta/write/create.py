@@ -13,6 +13,7 @@ import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 
+from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from headwater.delta.files import column_values
@@ -25,6 +26,23 @@ from headwater.delta.schema import column_mapping
 from headwater.delta.schema import table_schema as schemas
 from headwater.errors import ProtocolChangedException, TableAlreadyExistsError, TableNotFoundError
 
+SESSION_DEFAULTS = "spark.databricks.delta.properties.defaults."
+
+
+def session_defaults() -> dict[str, str]:
+    """The ``delta.*`` properties the session gives every new table:
+    ``spark.databricks.delta.properties.defaults.<key>`` sets ``delta.<key>`` (e.g.
+    ``...defaults.enableChangeDataFeed = true``), as delta-spark does; a table's own
+    properties win."""
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return {}
+    return {
+        "delta." + key[len(SESSION_DEFAULTS) :]: value
+        for key, value in spark.conf.getAll.items()
+        if key.startswith(SESSION_DEFAULTS)
+    }
+
 
 def new_metadata(
     schema: StructType,
@@ -35,7 +53,7 @@ def new_metadata(
     """The metadata of a new table (a fresh table id)."""
     schemas.check_writable(schema, list(partition_by))
     column_values.check_definition(schema)
-    configuration = dict(properties or {})
+    configuration = {**session_defaults(), **dict(properties or {})}
     schema = column_mapping.assign(schema, configuration)
     return Metadata(
         id=str(uuid.uuid4()),
