@@ -219,9 +219,8 @@ def test_stream_static_join(spark, tmp_path):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="MERGE INTO through microBatchOutputDF.sparkSession.sql in foreachBatch is not "
-    "run by headwater's SQL (a known defect, being fixed); format('delta') before "
-    "foreachBatch is refused too",
+    reason="format('delta') before foreachBatch is refused ('Streaming into format('delta') "
+    "needs a path'), where Spark lets foreachBatch replace the format",
 )
 def test_upsert_foreach_batch_sql(spark, tmp_path):
     """delta-lake (streaming): the upsert in SQL: the micro-batch as view ``updates``,

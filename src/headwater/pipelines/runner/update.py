@@ -69,6 +69,7 @@ class Update:
         names = Names(ctx.spec.database)
         selected = datasets.selection(ctx, registry, names)
         ctx.log.event("create_update", f"Update {ctx.update_id[:8]} started.", self._cause())
+        ctx.log.user_action("START")
         ctx.log.update_progress("INITIALIZING")
         resets = set() if o.dry_run else datasets.resets(ctx, registry, names, selected)
         reset_flows = {f.name for f in registry.flows.values() if names.key(f.target) in resets}
