@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+import pytest
+from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
 
@@ -20,6 +22,19 @@ FILES = [
     [("b", 7), ("d", 1), ("d", 2)],
     [("a", 10), ("e", 4)],
 ]
+
+
+def upsert(aggregates, function, checkpoint) -> None:
+    """Every batch the aggregates have now, handed to ``function`` in update mode."""
+    query = (
+        aggregates.writeStream.foreachBatch(function)
+        .outputMode("update")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
 
 
 def test_foreach_batch_upserts_streaming_aggregates_with_sql_merge(spark, tmp_path):
@@ -59,15 +74,7 @@ def test_foreach_batch_upserts_streaming_aggregates_with_sql_merge(spark, tmp_pa
         aggregates = source.groupBy("key").agg(
             F.count("*").alias("n"), F.sum("amount").alias("total")
         )
-        query = (
-            aggregates.writeStream.foreachBatch(upsertToDelta)
-            .outputMode("update")
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-        assert query.exception() is None
+        upsert(aggregates, upsertToDelta, tmp_path / "checkpoint")
 
     for i in (0, 1):
         land(landing, f"{i}.json", FILES[i])
@@ -100,3 +107,32 @@ def test_a_new_session_of_the_context_has_the_tables_and_the_statements(spark):
     assert other.sql("DESCRIBE HISTORY fbsql.other LIMIT 1").first().operation == "UPDATE"
     other.range(4, 5).write.format("delta").mode("append").saveAsTable("fbsql.other")
     assert sorted(r.id for r in spark.table("fbsql.other").collect()) == [1, 3, 4]
+
+
+def test_the_outer_session_s_sql_sees_the_batch_s_view(spark, tmp_path):
+    """The same upsert written with the notebook's ``spark.sql``: the view is the batch's
+    (Spark keeps it in the batch's session), the statement runs there; outside a batch a
+    missing view is still Spark's error."""
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    spark.sql("CREATE TABLE fbsql.outer_aggregates (key STRING, n BIGINT) USING DELTA")
+    sizes: list[int] = []
+
+    def upsertToDelta(microBatchOutputDF, batchId):
+        microBatchOutputDF.createOrReplaceTempView("outer_updates")
+        sizes.append(spark.sql("SELECT count(*) FROM outer_updates").first()[0])
+        spark.sql("""
+          MERGE INTO fbsql.outer_aggregates t USING outer_updates s ON s.key = t.key
+          WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *
+        """)
+
+    for i in (0, 1):
+        land(landing, f"{i}.json", FILES[i])
+    source = spark.readStream.schema("key STRING, amount BIGINT").json(str(landing))
+    upsert(source.groupBy("key").agg(F.count("*").alias("n")), upsertToDelta,
+           tmp_path / "checkpoint")  # fmt: skip
+    assert sizes == [3]
+    got = spark.sql("SELECT key, n FROM fbsql.outer_aggregates").collect()
+    assert sorted(tuple(r) for r in got) == [("a", 3), ("b", 1), ("c", 1)]
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.sql("SELECT * FROM outer_updates")

@@ -127,6 +127,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(SparkSession, "sql", session_sql, "(self, sqlQuery: str, args:"),
     # sessions Spark derives (foreachBatch's clone, newSession) join the installed one
     Patch(SparkSession, "__init__", sessions.session_init, "(self, sparkContext: 'SparkContext'"),
+    Patch(DataStreamWriter, "foreachBatch", sessions.foreach_batch, "(self, func: Callable"),
     # terminal calls: writes
     Patch(DataFrameWriter, "save", writes.writer_save, "(self, path: Optional[str] = None"),
     Patch(DataFrameWriter, "saveAsTable", writes.writer_save_as_table, "(self, name: str"),

@@ -13,12 +13,22 @@ every Python session built on a SparkContext that ``headwater.install`` was give
 joined at birth by the callback install left for that context (:func:`follow`), which
 gives it the installed session's engine and catalog. The callback is the session layer's;
 this module only carries it (the adapter sits below ``headwater.session``).
+
+Inside a ``foreachBatch`` function, users also write the outer ``spark.sql(...)`` on a view
+the batch made (``microBatchOutputDF.createOrReplaceTempView("updates")``), which lives in
+the batch's session only. The wrapped ``foreachBatch`` notes, for the thread running the
+function, the batch's session (:func:`batch_session`); a statement of another session of
+the same context that Spark refuses for a table or view it cannot find is run again on the
+batch's session (:mod:`headwater.adapter.sql`). Nothing ran when the first attempt was
+refused (it failed at analysis), so nothing runs twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pyspark import SparkContext
@@ -29,6 +39,8 @@ Method = Callable[..., Any]
 
 # One callback per installed context; a stopped context (and its callback) goes away.
 _JOINERS: weakref.WeakKeyDictionary[SparkContext, Joiner] = weakref.WeakKeyDictionary()
+# The session of the micro-batch whose foreachBatch function this thread is running.
+_RUNNING = threading.local()
 
 
 def follow(context: SparkContext, joiner: Joiner) -> None:
@@ -44,3 +56,33 @@ def session_init(original: Method) -> Method:
             joiner(self)
 
     return __init__
+
+
+def foreach_batch(original: Method) -> Method:
+    def foreachBatch(self, func):
+        def run(batch, batch_id):
+            with _running(batch.sparkSession):
+                return func(batch, batch_id)
+
+        return original(self, run)
+
+    return foreachBatch
+
+
+@contextlib.contextmanager
+def _running(session: SparkSession) -> Iterator[None]:
+    previous = getattr(_RUNNING, "session", None)
+    _RUNNING.session = session
+    try:
+        yield
+    finally:
+        _RUNNING.session = previous
+
+
+def batch_session(spark: SparkSession) -> SparkSession | None:
+    """The session of the micro-batch this thread's ``foreachBatch`` function is running,
+    if it is another session on ``spark``'s context (None otherwise)."""
+    batch = getattr(_RUNNING, "session", None)
+    if batch is None or batch is spark or batch.sparkContext is not spark.sparkContext:
+        return None
+    return batch
