@@ -6,11 +6,14 @@ session the user built themselves. Both are idempotent.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -285,31 +288,84 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     ``spark.conf.set`` before this call) keeps theirs.
     """
     from headwater import adapter
-    from headwater.autoloader.source import CloudFilesDataSource
+    from headwater.adapter import sessions
     from headwater.catalog import Catalog
     from headwater.delta.files.io_choice import bind_s3_to_connector
-    from headwater.delta.read.source import DeltaDataSource
 
     _refuse_connect(spark)
     _workers_import_compiled_pyspark(spark)
     _configure_stores(spark)
     bind_s3_to_connector(spark)  # s3:// read by Spark itself where hadoop-aws is present
+    engine = engines.detect(spark)
+    root: str | None = None
+    if engine == engines.HEADWATER:
+        given = warehouse or spark.conf.get(WAREHOUSE_CONF, None)
+        root = storage.normalize(str(given or spark.conf.get("spark.sql.warehouse.dir")))
+    _prepare_state(spark, engine)
+    adapter.install(delta_routing=engine == engines.HEADWATER)
+    if root is not None:
+        Catalog.attach(spark, root)
+    # foreachBatch's clone of a query's session, newSession(): headwater's too
+    sessions.follow(spark.sparkContext, functools.partial(_join, engine=engine, warehouse=root))
+    return spark
+
+
+# Set on a session's own state by install (a runtime setting, which clones copy with the
+# data sources registered alongside it, and a newSession() starts without).
+_PREPARED_CONF = "spark.headwater.sessionState"
+
+
+def _prepare_state(spark: SparkSession, engine: engines.Engine) -> None:
+    """What a session's own state needs: the settings headwater relies on and its data
+    sources (``cloudFiles``, and ``delta`` on headwater's engine); the engine noted on the
+    session."""
+    from headwater.autoloader.source import CloudFilesDataSource
+    from headwater.delta.read.source import DeltaDataSource
+
     for key, value in _REQUIRED_CONF.items():
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
     spark.dataSource.register(CloudFilesDataSource)
     engines.default_to_delta(spark)
-    engine = engines.detect(spark)
+    if engine == engines.HEADWATER:
+        spark.dataSource.register(DeltaDataSource)
     engines.record(spark, engine)
-    if engine == engines.DELTA_SPARK:
-        adapter.install(delta_routing=False)
-        return spark
-    spark.dataSource.register(DeltaDataSource)
-    adapter.install()
-    root = warehouse or spark.conf.get(WAREHOUSE_CONF, None)
-    root = root or spark.conf.get("spark.sql.warehouse.dir")
-    Catalog.attach(spark, storage.normalize(str(root)))
-    return spark
+    spark.conf.set(_PREPARED_CONF, "prepared")
+
+
+def _join(spark: SparkSession, engine: engines.Engine, warehouse: str | None) -> None:
+    """A session Spark built on an installed context, as install left the installed one.
+    A clone carries its parent's state (settings, data sources, temporary views) and is
+    only given the engine and the catalog, at the cost of one setting read: foreachBatch
+    builds one per micro-batch. A session with a state of its own gets it prepared."""
+    from headwater.catalog import Catalog
+
+    own_state = spark.conf.get(_PREPARED_CONF, None) is None
+    with _active_in_jvm(spark) if own_state else contextlib.nullcontext():
+        if own_state:
+            _prepare_state(spark, engine)
+        else:
+            engines.record(spark, engine)
+        if warehouse is not None:
+            Catalog.join(spark, warehouse, own_state)
+
+
+@contextlib.contextmanager
+def _active_in_jvm(spark: SparkSession) -> Iterator[None]:
+    """``spark`` as the JVM's active session for the block. Spark refuses to register a
+    Python data source under a name the *active* session already has, though the session
+    registering it has none: a ``newSession()`` of an installed session could not get
+    ``cloudFiles`` otherwise."""
+    jvm_sessions = SparkSession._get_j_spark_session_class(spark._jvm)
+    previous = jvm_sessions.getActiveSession()
+    jvm_sessions.setActiveSession(spark._jsparkSession)
+    try:
+        yield
+    finally:
+        if previous.isDefined():
+            jvm_sessions.setActiveSession(previous.get())
+        else:
+            jvm_sessions.clearActiveSession()
 
 
 def _workers_import_compiled_pyspark(spark: SparkSession) -> None:

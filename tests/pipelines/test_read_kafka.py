@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from headwater.errors import PipelineDefinitionError
-from headwater.pipelines.sql_files.kafka import KafkaSource
 from headwater.pipelines.sql_files.queries import parse_query
+from headwater.sql.kafka_arguments import KafkaSource
 
 
 def kafka_of(text: str) -> KafkaSource:

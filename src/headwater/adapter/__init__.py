@@ -26,7 +26,7 @@ from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter, DataFrameWr
 from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
 from headwater import originals
-from headwater.adapter import reads, recording, streams, writes
+from headwater.adapter import reads, recording, sessions, streams, writes
 from headwater.adapter.sql import session_sql
 
 Method = Callable[..., Any]
@@ -127,6 +127,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch(DataStreamReader, "load", reads.stream_reader_load, "(self, path: Optional[str]"),
     Patch(DataStreamReader, "table", reads.stream_reader_table, "(self, tableName: str)"),
     Patch(SparkSession, "sql", session_sql, "(self, sqlQuery: str, args:"),
+    # sessions Spark derives (foreachBatch's clone, newSession) join the installed one
+    Patch(SparkSession, "__init__", sessions.session_init, "(self, sparkContext: 'SparkContext'"),
+    Patch(DataStreamWriter, "foreachBatch", sessions.foreach_batch, "(self, func: Callable"),
     # terminal calls: writes
     Patch(DataFrameWriter, "save", writes.writer_save, "(self, path: Optional[str] = None"),
     Patch(DataFrameWriter, "saveAsTable", writes.writer_save_as_table, "(self, name: str"),

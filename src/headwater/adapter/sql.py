@@ -1,6 +1,8 @@
 """``spark.sql``: statements Spark's parser lacks (Delta DDL/DML, OPTIMIZE, time travel,
 COPY INTO...) go to :mod:`headwater.sql`; every other statement reaches Spark unchanged,
-with ``args`` and ``{df}`` keyword substitution as PySpark does them."""
+with ``args`` and ``{df}`` keyword substitution as PySpark does them. Inside a
+``foreachBatch`` function, a statement naming a view only the micro-batch's session has
+runs there (:mod:`headwater.adapter.sessions`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from headwater.adapter import resolution
+from headwater.adapter import resolution, sessions
 
 Method = Callable[..., Any]
 
@@ -23,6 +25,23 @@ def session_sql(original: Method) -> Method:
         resolved = resolver.sql(sqlQuery) if resolver and not args and not kwargs else None
         if resolved is not None:
             return resolved
-        return route(self, sqlQuery, args, kwargs, original)
+        try:
+            return route(self, sqlQuery, args, kwargs, original)
+        except Exception as e:
+            batch = sessions.batch_session(self)
+            if batch is None or not _view_not_found(e):
+                raise
+            return batch.sql(sqlQuery, args, **kwargs)
 
     return sql
+
+
+def _view_not_found(error: BaseException | None) -> bool:
+    """Spark's ``TABLE_OR_VIEW_NOT_FOUND``, raised as is or under headwater's error for the
+    statement that met it."""
+    while error is not None:
+        condition = getattr(error, "getCondition", None)
+        if callable(condition) and condition() == "TABLE_OR_VIEW_NOT_FOUND":
+            return True
+        error = error.__cause__
+    return False

@@ -57,10 +57,28 @@ class Catalog:
 
     @classmethod
     def attach(cls, spark: SparkSession, warehouse: str) -> Catalog:
+        catalog = cls._serve(spark, warehouse)
+        catalog.sync()
+        return catalog
+
+    @classmethod
+    def join(cls, spark: SparkSession, warehouse: str, own_state: bool) -> Catalog:
+        """The catalog of a session Spark derived from one this warehouse is attached to.
+        Spark's catalog, which the sessions of a context share, already holds every table:
+        nothing is mirrored again. A session with a state of its own (``newSession()``,
+        ``own_state``) lacks only the tables' data sources; a clone (``foreachBatch``'s
+        session) has those too."""
+        catalog = cls._serve(spark, warehouse)
+        if own_state:
+            for entry in catalog.list_tables():
+                spark.dataSource.register(table_source(entry.location))
+        return catalog
+
+    @classmethod
+    def _serve(cls, spark: SparkSession, warehouse: str) -> Catalog:
         catalog = cls(spark, warehouse)
         spark._headwater_catalog = catalog  # type: ignore[attr-defined]
         delta_names.attach(spark, catalog)
-        catalog.sync()
         return catalog
 
     @classmethod

@@ -1,10 +1,12 @@
 """Table references Spark's parser cannot resolve, replaced by temporary views.
 
 ``t VERSION AS OF 3``, ``t TIMESTAMP AS OF '...'``, ``t@v3``, ``delta.`/path``` and the
-table functions ``read_files``, ``cloud_files_state``, ``table_changes``, ``event_log`` and
-``pipeline_quality`` are read here with the Python APIs
+table functions ``read_files``, ``read_kafka``, ``cloud_files_state``, ``table_changes``,
+``event_log`` and ``pipeline_quality`` are read here with the Python APIs
 (``spark.read.format("delta").option("versionAsOf", ...)`` and so on); each becomes a
-temporary view and the statement text gets the view's name in its place.
+temporary view and the statement text gets the view's name in its place. ``STREAM
+read_files(...)`` and ``STREAM read_kafka(...)`` (or ``STREAM(...)``) become a view of a
+stream, and the ``STREAM`` goes with the call: a query of a streaming view is a stream.
 
 Why splice text instead of regenerating SQL from sqlglot's tree: the rest of the statement
 reaches Spark exactly as written, so Spark's column names, functions and error positions are
@@ -23,18 +25,16 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from headwater import storage
+from headwater.errors import UnsupportedOperationError
 from headwater.sql.cursor import TableRef, is_name, is_word, matching_paren
 from headwater.sql.refs import resolve_at
 from headwater.sql.text import DIALECT, SqlError, Statement
 
 FUNCTIONS = {
-    "read_files",
-    "cloud_files_state",
-    "table_changes",
-    "table_changes_by_path",
-    "event_log",
-    "pipeline_quality",
-}
+    "read_files", "read_kafka", "cloud_files_state", "table_changes", "table_changes_by_path",
+    "event_log", "pipeline_quality",
+}  # fmt: skip
+STREAMS = {"read_files", "read_kafka"}  # the functions STREAM may wrap
 # What headwater adds on a delta-spark session, whose own SQL has table_changes[_by_path],
 # time travel and delta.`/path`: the table functions of files and pipelines.
 ADDED_FUNCTIONS = FUNCTIONS - {"table_changes", "table_changes_by_path"}
@@ -108,19 +108,19 @@ def rewrite(
     try:
         while i <= last:
             found = (
-                _added_function(spark, stmt, toks, i, last)
+                _added_function(spark, stmt, (first, i, last), orig_sql)
                 if only_functions
-                else _reference(spark, stmt, toks, i, last, orig_sql)
+                else _reference(spark, stmt, (first, i, last), orig_sql)
             )
             if found is None:
                 i += 1
                 continue
-            end, df, alias = found
+            begin, end, df, alias = found
             view = f"__hw_sql_{uuid.uuid4().hex[:12]}"
             df.createOrReplaceTempView(view)
             views.append(view)
             frames[view] = df
-            pieces.append(stmt.source[pos : toks[i].start])
+            pieces.append(stmt.source[pos : toks[begin].start])
             pieces.append(view if alias is None else f"{view} AS `{alias}`")
             pos = toks[end].end + 1
             i = end + 1
@@ -139,28 +139,51 @@ def drop_views(spark: SparkSession, views: list[str]) -> None:
 # -- finding references ----------------------------------------------------------------------
 
 
-def _added_function(spark, stmt: Statement, toks: list[Token], i: int, last: int):
-    """``(last token index, DataFrame, None)`` if a call of :data:`ADDED_FUNCTIONS` starts
-    at ``i``."""
-    tok = toks[i]
+Span = tuple[int, int, int]  # the first token a rewrite may replace, the current one, the last
+
+
+def _added_function(spark, stmt: Statement, span: Span, orig_sql):
+    """``(first and last token index, DataFrame, None)`` if a call of
+    :data:`ADDED_FUNCTIONS` starts at the current token."""
+    return _call(spark, stmt, span, orig_sql, ADDED_FUNCTIONS)
+
+
+def _call(spark, stmt: Statement, span: Span, orig_sql, names: set[str]):
+    """A call of one of ``names`` at the current token, with the ``STREAM`` around it."""
+    first, i, last = span
+    toks = stmt.tokens
     nxt = toks[i + 1] if i + 1 <= last else None
     if (i > 0 and toks[i - 1].token_type == TokenType.DOT) or nxt is None:
         return None
-    if tok.text.lower() in ADDED_FUNCTIONS and nxt.token_type == TokenType.L_PAREN:
-        end = min(matching_paren(toks, i + 1), last)
-        return end, _function(spark, stmt, toks, i, end), None
-    return None
+    if toks[i].text.lower() not in names or nxt.token_type != TokenType.L_PAREN:
+        return None
+    end = min(matching_paren(toks, i + 1), last)
+    begin, stop = i, end
+    if i - 1 >= first and toks[i - 1].token_type == TokenType.STREAM:
+        begin = i - 1  # STREAM f(...)
+    elif (
+        i - 2 >= first
+        and toks[i - 2].token_type == TokenType.STREAM
+        and toks[i - 1].token_type == TokenType.L_PAREN
+        and end + 1 <= last
+        and toks[end + 1].token_type == TokenType.R_PAREN
+    ):
+        begin, stop = i - 2, end + 1  # STREAM(f(...))
+    df = _function(spark, stmt, (i, end), orig_sql, streaming=begin < i)
+    return begin, stop, df, None
 
 
-def _reference(spark, stmt: Statement, toks: list[Token], i: int, last: int, orig_sql):
-    """``(last token index, DataFrame, alias to add)`` if a reference starts at ``i``."""
+def _reference(spark, stmt: Statement, span: Span, orig_sql):
+    """``(first and last token index, DataFrame, alias to add)`` if a reference starts at
+    the current token."""
+    first, i, last = span
+    toks = stmt.tokens
     tok = toks[i]
     if i > 0 and toks[i - 1].token_type == TokenType.DOT:
         return None
-    nxt = toks[i + 1] if i + 1 <= last else None
-    if tok.text.lower() in FUNCTIONS and nxt is not None and nxt.token_type == TokenType.L_PAREN:
-        end = min(matching_paren(toks, i + 1), last)
-        return end, _function(spark, stmt, toks, i, end), None
+    called = _call(spark, stmt, span, orig_sql, FUNCTIONS)
+    if called is not None:
+        return called
     if not is_name(tok) or i == 0 or toks[i - 1].token_type not in _TABLE_CONTEXT:
         return None
     parts = [tok.text]
@@ -180,7 +203,7 @@ def _reference(spark, stmt: Statement, toks: list[Token], i: int, last: int, ori
     df = spark.read.format("delta").options(**options).load(table.path)
     end = j if option is None else end
     needs_alias = ref.path is None and not _alias_follows(toks, end + 1, last)
-    return end, df, parts[-1] if needs_alias else None
+    return i, end, df, parts[-1] if needs_alias else None
 
 
 def _at_as_of(toks: list[Token], k: int) -> bool:
@@ -331,30 +354,73 @@ def _alias_follows(toks: list[Token], k: int, last: int) -> bool:
 # -- table functions -------------------------------------------------------------------------
 
 
-def _function(spark: SparkSession, stmt: Statement, toks: list[Token], i: int, end: int):
-    text = stmt.slice(toks[i], toks[end])
+def _function(
+    spark: SparkSession, stmt: Statement, call_span: tuple[int, int], orig_sql, streaming: bool
+):
+    """The rows of the table function called at ``call_span`` (under ``STREAM`` if
+    ``streaming``)."""
+    i, end = call_span
+    tok = stmt.tokens[i]
+    text = stmt.slice(tok, stmt.tokens[end])
     try:
         call = sqlglot.parse_one(text, read=DIALECT)
     except sqlglot.errors.ParseError as e:
-        raise stmt.error_at(f"Cannot read the call {text}: {e}", toks[i]) from e
-    name = toks[i].text.lower()
-    positional: list[str] = []
-    named: dict[str, str] = {}
-    for arg in call.expressions:
-        if isinstance(arg, (exp.Kwarg, exp.PropertyEQ)):
-            named[arg.this.name] = _literal(stmt, toks[i], name, arg.expression)
-        elif named:
-            raise stmt.error_at(f"{name}: positional arguments must come first.", toks[i])
-        else:
-            positional.append(_literal(stmt, toks[i], name, arg))
-    from headwater.sql import functions
+        raise stmt.error_at(f"Cannot read the call {text}: {e}", tok) from e
+    name = tok.text.lower()
+    if streaming and name not in STREAMS:
+        raise stmt.error_at(
+            f"{name}(...) is not a stream: read it without STREAM (STREAM takes read_files "
+            "and read_kafka).",
+            tok,
+        )
+    from headwater.sql import functions, stream_functions
+    from headwater.sql.kafka_arguments import CONNECTOR_MISSING, arguments_of, kafka_source
 
     try:
+        if name == "read_kafka":
+            source = kafka_source(arguments_of(call, "spark"), streaming)
+            return stream_functions.read_kafka(spark, source, _evaluator(spark, orig_sql))
+        positional, named = _arguments(stmt, tok, name, call)
+        if streaming:
+            if len(positional) != 1:
+                raise ValueError(
+                    f"takes the path as its one positional argument, not {positional}."
+                )
+            return stream_functions.read_files_stream(spark, positional[0], named)
         return functions.call(spark, name, positional, named)
     except SqlError:
         raise
     except (ValueError, TypeError) as e:
-        raise stmt.error_at(f"{name}: {e}", toks[i]) from e
+        raise stmt.error_at(f"{name}: {e}", tok) from e
+    except UnsupportedOperationError as e:
+        if e.error_class != CONNECTOR_MISSING:
+            raise
+        raise SqlError(str(e)) from None  # one line: the installation lacks it, not the text
+
+
+def _evaluator(spark: SparkSession, orig_sql):
+    """The value of an argument given as an expression, evaluated once by Spark."""
+
+    def evaluate(sql: str) -> object:
+        return orig_sql(spark, f"SELECT {sql} AS v").collect()[0][0]
+
+    return evaluate
+
+
+def _arguments(
+    stmt: Statement, tok: Token, name: str, call: exp.Expr
+) -> tuple[list[str], dict[str, str]]:
+    """A call's literal arguments: positional ones first, then ``name => value``."""
+    positional: list[str] = []
+    named: dict[str, str] = {}
+    for arg in call.expressions:
+        if isinstance(arg, (exp.Kwarg, exp.PropertyEQ)):
+            named[arg.this.name] = _literal(stmt, tok, name, arg.expression)
+        elif named:
+            raise stmt.error_at(f"{name}: positional arguments must come first.", tok)
+        else:
+            positional.append(_literal(stmt, tok, name, arg))
+    return positional, named
 
 
 def _literal(stmt: Statement, tok: Token, name: str, node: exp.Expression) -> str:

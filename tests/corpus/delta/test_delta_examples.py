@@ -14,7 +14,6 @@ import os
 import random
 import shutil
 
-import pytest
 from delta_corpus import assert_table, bag, history_operations, rs_changes
 from pyspark.sql.functions import col, expr
 from pyspark.sql.utils import AnalysisException

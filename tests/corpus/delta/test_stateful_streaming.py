@@ -217,12 +217,6 @@ def test_stream_static_join(spark, tmp_path):
     assert_table(spark, outer, ["type", "id", "label"], joined_outer)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MERGE INTO through microBatchOutputDF.sparkSession.sql in foreachBatch is not "
-    "run by headwater's SQL (a known defect, being fixed); format('delta') before "
-    "foreachBatch is refused too",
-)
 def test_upsert_foreach_batch_sql(spark, tmp_path):
     """delta-lake (streaming): the upsert in SQL: the micro-batch as view ``updates``,
     ``MERGE INTO aggregates`` through the micro-batch's own session."""

@@ -25,10 +25,10 @@ from headwater.catalog.names import parse
 from headwater.errors import OptionError, PipelineDefinitionError
 from headwater.pipelines.define.elements import Origin
 from headwater.pipelines.graph.kafka import read_kafka
-from headwater.pipelines.sql_files.kafka import KafkaSource
 from headwater.pipelines.sql_files.queries import FileSource, Reference, SqlQuery, parse_query
 from headwater.sql import functions
 from headwater.sql.functions import guess_format
+from headwater.sql.kafka_arguments import KafkaSource
 
 SQL_QUERY_STARTS = ("select", "with", "from", "values", "table", "(")
 

@@ -8,6 +8,7 @@ seconds while one runs.
 
 from __future__ import annotations
 
+import getpass
 import itertools
 import threading
 import time
@@ -137,6 +138,14 @@ class EventLog:
     ) -> Event:
         return self.emit(Event(event_type, message, details, **fields))
 
+    def user_action(self, action: str) -> None:
+        """``user_action``: who asked for what (``START`` of an update), as the known
+        system's audit queries read it (``details:user_action:user_name``)."""
+        user = user_name()
+        did = {"START": "started"}.get(action, action.lower())
+        self.event("user_action", f"User '{user}' {did} an update.",
+                   {"action": action, "user_name": user})  # fmt: skip
+
     def update_progress(self, state: str, error: BaseException | None = None) -> None:
         self.emit(
             Event(
@@ -168,3 +177,12 @@ class EventLog:
             message = f"Flow '{flow}' has FAILED: {one_line(error)}"
         details = progress.to_json()
         self.emit(Event("flow_progress", message, details, level, flow, dataset, error))
+
+
+def user_name() -> str:
+    """The operating system's name of the user running the update (``unknown`` where the
+    process has none: a container without a passwd entry or a login variable)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

@@ -69,6 +69,7 @@ class Update:
         names = Names(ctx.spec.database)
         selected = datasets.selection(ctx, registry, names)
         ctx.log.event("create_update", f"Update {ctx.update_id[:8]} started.", self._cause())
+        ctx.log.user_action("START")
         ctx.log.update_progress("INITIALIZING")
         if not o.dry_run:  # (before the graph's analysis reads Auto Loader's state)
             datasets.adopt_renamed_progress(ctx, [f.name for f in registry.flows.values()])

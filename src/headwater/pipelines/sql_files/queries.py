@@ -26,13 +26,14 @@ from sqlglot.tokens import Token, TokenType
 
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import canonical_name
-from headwater.pipelines.sql_files.kafka import (
-    Argument,
+from headwater.sql.cursor import STRINGS, Cursor, key_of
+from headwater.sql.kafka_arguments import (
     KafkaArgumentError,
     KafkaSource,
+    arguments_of,
     kafka_source,
+    literal_text,
 )
-from headwater.sql.cursor import STRINGS, Cursor, key_of
 from headwater.sql.text import SqlError, Statement, line_col, offset_at, parse, tokenize
 
 PARSE_ERROR = "PIPELINE_SQL_PARSE_ERROR"
@@ -341,15 +342,9 @@ def file_source(call: exp.Anonymous, streaming: bool) -> FileSource:
 
 
 def kafka_read(call: exp.Anonymous, streaming: bool) -> KafkaSource:
-    """``read_kafka(name => value, ...)``, checked by :mod:`.kafka`."""
-    arguments = [
-        Argument(arg.this.name, literal_text(arg.expression), arg.expression.sql(OUTPUT_DIALECT))
-        if isinstance(arg, exp.Kwarg)
-        else Argument(None, literal_text(arg), arg.sql(OUTPUT_DIALECT))
-        for arg in call.expressions
-    ]
+    """``read_kafka(name => value, ...)``, checked by :mod:`headwater.sql.kafka_arguments`."""
     try:
-        return kafka_source(arguments, streaming)
+        return kafka_source(arguments_of(call, OUTPUT_DIALECT), streaming)
     except KafkaArgumentError as e:
         raise FileSourceError("read_kafka", str(e)) from None
 
@@ -364,17 +359,6 @@ def map_pairs(node: exp.Expr) -> list[tuple[str, str]]:
         (literal_text(k) or k.sql(), literal_text(v) or v.sql())
         for k, v in zip(keys, values, strict=False)
     ]
-
-
-def literal_text(node: exp.Expr) -> str | None:
-    """A literal's value as text: strings unquoted, numbers and booleans as written."""
-    if isinstance(node, exp.Literal):
-        return str(node.this)
-    if isinstance(node, exp.Boolean):
-        return "true" if node.this else "false"
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
-        return "-" + str(node.this.this)
-    return None
 
 
 # -- reading the statement heads ---------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""``read_kafka``, the known platform's table-valued function over Kafka topics, as pipeline
-SQL writes it::
+"""``read_kafka``, the known platform's table-valued function over Kafka topics, as its SQL
+writes it, in pipeline SQL and in any ``spark.sql``::
 
     SELECT * FROM STREAM read_kafka(bootstrapServers => 'host:9092', subscribe => 'orders',
                                     startingOffsets => 'earliest')
@@ -12,9 +12,13 @@ source's: ``key`` and ``value`` (binary), ``topic``, ``partition``, ``offset``,
 it is a streaming read, else a batch read of what the topics hold.
 
 The arguments are checked here, without Spark, so a misspelt or missing option is reported
-with the file, line and column before a session starts; the runner turns the checked
-options into ``spark.readStream.format("kafka")`` (:mod:`headwater.pipelines.graph.kafka`).
-This module imports nothing of its package: :mod:`.queries` hands it the arguments.
+(in pipeline SQL with the file, line and column, before a session starts). The checked
+options become ``spark.readStream.format("kafka")`` in :mod:`headwater.sql.stream_functions`
+(``spark.sql``) and :mod:`headwater.pipelines.graph.kafka` (pipelines), which also share the
+one line a read fails with when Spark's Kafka connector is missing
+(:func:`connector_missing_message`). This module imports nothing of headwater (sqlglot only): pipeline SQL
+(:mod:`headwater.pipelines.sql_files.queries`) and ``spark.sql``
+(:mod:`headwater.sql.rewrite`) hand it the arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import pyspark
+from sqlglot import exp
 
 FUNCTION = "read_kafka"
 BOOTSTRAP = "bootstrapServers"
@@ -57,6 +64,13 @@ OPTIONS: dict[str, str] = {
 }
 BY_KEY = {name.lower(): name for name in OPTIONS}
 
+# Spark's condition for format("kafka") without the connector, and the one headwater's
+# errors for it carry.
+# Spark's condition for format("kafka") without the connector: its name since Spark 4.3,
+# and the legacy one Spark 4.2 (the newest the connector is published for) gives it.
+SPARK_CONNECTOR_MISSING = frozenset({"KAFKA_DATA_SOURCE_NOT_ENABLED", "_LEGACY_ERROR_TEMP_1140"})
+CONNECTOR_MISSING = "KAFKA_CONNECTOR_MISSING"
+
 
 class KafkaArgumentError(ValueError):
     """A ``read_kafka`` call whose arguments cannot make a Kafka read (one line, naming the
@@ -87,6 +101,30 @@ class KafkaSource:
 
     def option_names(self) -> list[str]:
         return [name for name, _ in (*self.options, *self.expressions)]
+
+
+def arguments_of(call: exp.Expr, dialect: str) -> list[Argument]:
+    """The arguments of a ``read_kafka(...)`` call as sqlglot parsed it (each expression's
+    SQL written in ``dialect``)."""
+    arguments = []
+    for arg in call.expressions:
+        if isinstance(arg, (exp.Kwarg, exp.PropertyEQ)):
+            value = arg.expression
+            arguments.append(Argument(arg.this.name, literal_text(value), value.sql(dialect)))
+        else:
+            arguments.append(Argument(None, literal_text(arg), arg.sql(dialect)))
+    return arguments
+
+
+def literal_text(node: exp.Expr) -> str | None:
+    """A literal's value as text: strings unquoted, numbers and booleans as written."""
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        return "-" + str(node.this.this)
+    return None
 
 
 def kafka_source(arguments: Sequence[Argument], streaming: bool) -> KafkaSource:
@@ -142,3 +180,31 @@ def spark_option(name: str) -> str:
         f"unknown option '{name}': options are {', '.join(OPTIONS)}, or a Kafka consumer "
         "setting written `kafka.<setting>` (in backquotes)."
     )
+
+
+def is_connector_missing(error: Exception) -> bool:
+    """Spark's error (an ``AnalysisException``) for ``format("kafka")`` without the
+    connector on the classpath."""
+    condition = getattr(error, "getCondition", None)
+    return callable(condition) and condition() in SPARK_CONNECTOR_MISSING
+
+
+def connector_missing_message(doing: str = "Reading") -> str:
+    """The one line a read of Kafka (``read_kafka``, ``format("kafka")``) or a write to it
+    fails with when Spark's Kafka connector is missing, naming the fix."""
+    connector = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
+    return (
+        f"[{CONNECTOR_MISSING}] {doing} Kafka needs Spark's Kafka connector, which pip's "
+        "pyspark does not ship; it must be on the classpath when Spark starts: "
+        f"`headwater pipelines run --packages {connector}` (or --jars with the connector's "
+        "jar and its dependencies), or in Python "
+        f"headwater.session(conf={{'spark.jars.packages': '{connector}'}}) (or spark.jars) "
+        "before any session starts (docs/kafka.md, 'The connector')."
+    )
+
+
+def option_text(value: object) -> str:
+    """An option's value as Spark's options take it (booleans as ``true``/``false``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
