@@ -1,6 +1,8 @@
 """``spark.sql``: statements Spark's parser lacks (Delta DDL/DML, OPTIMIZE, time travel,
 COPY INTO...) go to :mod:`headwater.sql`; every other statement reaches Spark unchanged,
-with ``args`` and ``{df}`` keyword substitution as PySpark does them."""
+with ``args`` and ``{df}`` keyword substitution as PySpark does them. Where Spark runs a
+statement, one that names ``_metadata`` over ``read_files`` reaches the files' hidden
+column (:func:`headwater.autoloader.metadata_plan.run_sql`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from headwater.adapter import resolution
+from headwater.autoloader import metadata_plan
 
 Method = Callable[..., Any]
 
@@ -23,6 +26,13 @@ def session_sql(original: Method) -> Method:
         resolved = resolver.sql(sqlQuery) if resolver and not args and not kwargs else None
         if resolved is not None:
             return resolved
-        return route(self, sqlQuery, args, kwargs, original)
+        return route(self, sqlQuery, args, kwargs, _with_hidden_columns(original))
 
     return sql
+
+
+def _with_hidden_columns(original: Method) -> Method:
+    def run(spark, text, args=None, **kwargs):
+        return metadata_plan.run_sql(spark, text, args, kwargs, original)
+
+    return run
