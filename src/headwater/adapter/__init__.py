@@ -5,7 +5,9 @@ Why patch at all: a Python data source cannot prune columns, cannot be the targe
 worker. So :func:`install` wraps the PySpark methods listed in :data:`PATCHES` (one table,
 nothing else is touched): setters record what the builder was told (:mod:`.state`), and
 terminal calls about Delta tables go to the typed API (:mod:`headwater.api`); every other
-call reaches PySpark's own method unchanged. :func:`uninstall` puts PySpark's methods back.
+call reaches PySpark's own method unchanged. ``cloudFiles`` reads, ``df.writeStream`` and
+``spark.sql`` also keep Spark's hidden ``_metadata`` column of files
+(:mod:`headwater.autoloader.metadata_plan`). :func:`uninstall` puts PySpark's methods back.
 
 Each row names the signature of the PySpark method it wraps; a test compares them with the
 installed PySpark, so a PySpark release that moves one fails loudly instead of silently
@@ -143,6 +145,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch(DataFrameWriterV2, "createOrReplace", writes.v2_create_or_replace, _NONE),
     Patch(DataStreamWriter, "start", streams.stream_writer_start, "(self, path: Optional[str]"),
     Patch(DataStreamWriter, "toTable", streams.stream_writer_to_table, "(self, tableName: str"),
+    # df.writeStream: the whole streaming query is known (unselected _metadata dropped)
+    Patch(DataStreamWriter, "__init__", streams.stream_writer_init, "(self, df: 'DataFrame')"),
 )
 
 # ``writeStream....table("name")``, as the notes users learn from write it: an alias

@@ -4,7 +4,8 @@
 Delta batch reads go to :mod:`headwater.api` (Spark's native Parquet scan of the
 snapshot's files); a name that is not a headwater table reaches Spark unchanged. Options of
 ``cloudFiles`` and of streaming ``delta`` reads are checked here, where the names are still
-spelled as the user typed them, before Spark plans the Python source.
+spelled as the user typed them, before Spark plans the Python source. A ``cloudFiles`` read
+has Spark's hidden ``_metadata`` column (:mod:`headwater.autoloader.metadata_plan`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from headwater import api, engines
 from headwater.adapter import resolution
 from headwater.adapter.errors import carried
 from headwater.adapter.state import state_of
+from headwater.autoloader import file_metadata, metadata_plan
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.autoloader.source import FILE_METADATA, USER_SCHEMA_OPTION
 from headwater.delta.options import STREAM_READ_OPTIONS, check_known
@@ -100,23 +102,28 @@ def stream_reader_load(original: Method) -> Method:
                 self.option("headwater.fileMetadataColumn", column)
                 opts["headwater.fileMetadataColumn"] = column
             parsed = CloudFilesOptions.parse(opts, user_schema=given)  # errors name options
+            self.option(file_metadata.OPTION, "true")  # Spark's hidden _metadata
             if given:  # the source cannot tell a given schema from its own inference
                 self.option(USER_SCHEMA_OPTION, "true")
                 if parsed.rescue_column:  # the source's rows carry it: Spark must expect it
                     schema = with_column(schema or state.schema, parsed.rescue_column, StringType())
-                if parsed.file_metadata_column:
-                    schema = with_file_metadata(schema or state.schema, parsed.file_metadata_column)
+                schema = with_file_metadata(schema or state.schema, parsed.file_metadata_column)
+            return metadata_plan.hide(_load(original, self, path, format, schema, options))
         elif state.is_format("delta", format, engines.delta_by_default(self._spark)):
             check_known(opts, STREAM_READ_OPTIONS, "streaming from a delta table")
-        try:
-            return original(self, path, format, schema, **options)
-        except AnalysisException as e:
-            found = carried(e)
-            if found is None:
-                raise
-            raise found from None
+        return _load(original, self, path, format, schema, options)
 
     return load
+
+
+def _load(original: Method, reader, path, format, schema, options) -> DataFrame:
+    try:
+        return original(reader, path, format, schema, **options)
+    except AnalysisException as e:
+        found = carried(e)
+        if found is None:
+            raise
+        raise found from None
 
 
 def _pop_path(options: dict[str, str]) -> str | None:
@@ -124,10 +131,14 @@ def _pop_path(options: dict[str, str]) -> str | None:
     return options.pop(key) if key is not None else None
 
 
-def with_file_metadata(schema: StructType | str, column: str) -> StructType:
-    """A schema given to Auto Loader, plus its ``headwater.fileMetadataColumn``: the
-    source's rows carry that column, so Spark must expect it."""
-    return with_column(schema, column, FILE_METADATA, False)
+def with_file_metadata(schema: StructType | str, column: str | None) -> StructType:
+    """A schema given to Auto Loader, plus its ``headwater.fileMetadataColumn`` (when
+    set) and Spark's hidden ``_metadata``: the source's rows carry them, so Spark must
+    expect them."""
+    struct = schema if isinstance(schema, StructType) else parse_schema(schema)
+    if column:
+        struct = with_column(struct, column, FILE_METADATA, False)
+    return file_metadata.with_field(struct)
 
 
 def with_column(

@@ -1,8 +1,10 @@
 """``spark.sql``: statements Spark's parser lacks (Delta DDL/DML, OPTIMIZE, time travel,
 COPY INTO...) go to :mod:`headwater.sql`; every other statement reaches Spark unchanged,
-with ``args`` and ``{df}`` keyword substitution as PySpark does them. Inside a
-``foreachBatch`` function, a statement naming a view only the micro-batch's session has
-runs there (:mod:`headwater.adapter.sessions`)."""
+with ``args`` and ``{df}`` keyword substitution as PySpark does them. Where Spark runs a
+statement, one that names ``_metadata`` over ``read_files`` reaches the files' hidden
+column (:func:`headwater.autoloader.metadata_plan.run_sql`). Inside a ``foreachBatch``
+function, a statement naming a view only the micro-batch's session has runs there
+(:mod:`headwater.adapter.sessions`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from headwater.adapter import resolution, sessions
+from headwater.autoloader import metadata_plan
 
 Method = Callable[..., Any]
 
@@ -26,7 +29,7 @@ def session_sql(original: Method) -> Method:
         if resolved is not None:
             return resolved
         try:
-            return route(self, sqlQuery, args, kwargs, original)
+            return route(self, sqlQuery, args, kwargs, _with_hidden_columns(original))
         except Exception as e:
             batch = sessions.batch_session(self)
             if batch is None or not _view_not_found(e):
@@ -45,3 +48,10 @@ def _view_not_found(error: BaseException | None) -> bool:
             return True
         error = error.__cause__
     return False
+
+
+def _with_hidden_columns(original: Method) -> Method:
+    def run(spark, text, args=None, **kwargs):
+        return metadata_plan.run_sql(spark, text, args, kwargs, original)
+
+    return run

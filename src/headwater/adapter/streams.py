@@ -1,5 +1,9 @@
 """Streaming writes into Delta tables: ``writeStream...start(path)`` and ``toTable(name)``.
 
+``df.writeStream`` (any sink, either engine) first drops the hidden ``_metadata`` column
+from the ``cloudFiles`` reads of a query that does not select it, so the source does not
+make it (:func:`headwater.autoloader.metadata_plan.unselected_dropped`).
+
 The query runs as Spark's own streaming query whose micro-batches go to
 :class:`headwater.delta.write.sink.DeltaStreamSink` (``foreachBatch``), which commits each batch
 exactly once. The checkpoint is found as Spark finds it: the ``checkpointLocation``
@@ -18,6 +22,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from headwater import api, engines, storage
 from headwater.adapter.state import state_of
 from headwater.adapter.writes import refuse_layout
+from headwater.autoloader import metadata_plan
 from headwater.delta.options import output_mode, sink_spec
 from headwater.engines.door import Operation
 from headwater.errors import OptionError
@@ -25,6 +30,13 @@ from headwater.originals import original as spark_method
 from headwater.storage.checkpoints import clear_unwritten_first_batch
 
 Method = Callable[..., Any]
+
+
+def stream_writer_init(original: Method) -> Method:
+    def __init__(self, df) -> None:
+        original(self, metadata_plan.unselected_dropped(df))
+
+    return __init__
 
 
 def stream_writer_start(original: Method) -> Method:

@@ -40,7 +40,7 @@ GENERIC_OPTIONS = {
     for name in (
         "pathGlobFilter", "recursiveFileLookup", "modifiedAfter", "modifiedBefore",
         "ignoreCorruptFiles", "ignoreMissingFiles", "rescuedDataColumn", "path",
-        "headwater.fileMetadataColumn",
+        "headwater.fileMetadataColumn", "headwater.hiddenFileMetadata",
     )
 }  # fmt: skip
 
@@ -105,6 +105,9 @@ class CloudFilesOptions:
     # headwater.fileMetadataColumn: a struct column naming each row's source file, as
     # Spark's hidden ``_metadata`` column does for file sources (a Python source has none).
     file_metadata_column: str | None = None
+    # headwater.hiddenFileMetadata (set by the reader hook): the rows end with Spark's
+    # hidden ``_metadata`` column (headwater.autoloader.file_metadata).
+    hidden_file_metadata: bool = False
 
     @property
     def location(self) -> str:
@@ -221,5 +224,8 @@ class CloudFilesOptions:
             rescue_column=rescue or None,
             rescue_column_given=rescue_given,
             file_metadata_column=o.get("headwater.filemetadatacolumn") or None,
+            hidden_file_metadata=as_bool(
+                o.get("headwater.hiddenfilemetadata"), "headwater.hiddenFileMetadata"
+            ),
             format_options=fmt_opts,
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -35,6 +35,7 @@ from pyspark.sql.types import (
 )
 
 from headwater import formats, storage
+from headwater.autoloader import file_metadata
 from headwater.autoloader.discovery import list_after, list_source, partition_values
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.autoloader.schema import (
@@ -79,6 +80,7 @@ class ResolvedSchema:
     rescue: str | None
     given: StructType | None = None  # a user's schema is the output schema, as is
     metadata: str | None = None  # headwater.fileMetadataColumn
+    hidden: str | None = None  # Spark's _metadata, last (hidden from the DataFrame's columns)
 
     @property
     def full(self) -> StructType:
@@ -96,7 +98,16 @@ class ResolvedSchema:
                 fields.append(StructField(self.rescue, StringType(), True))
         if self.metadata and self.metadata not in {f.name for f in fields}:
             fields.append(StructField(self.metadata, FILE_METADATA, False))
+        if self.hidden:
+            fields.append(file_metadata.field(self.hidden))
         return StructType(fields)
+
+    def with_hidden_metadata(self, wanted: bool) -> ResolvedSchema:
+        """This schema with Spark's ``_metadata`` column last when ``wanted``, named after
+        the columns it must not clash with."""
+        if not wanted:
+            return self
+        return replace(self, hidden=file_metadata.column_name(self.full.fieldNames()))
 
 
 def resolve_schema(
@@ -110,9 +121,12 @@ def resolve_schema(
             rescue = "_rescued_data"
         names = {f.name for f in user_schema}
         parts = [p for p in (opts.partition_columns or []) if p in names]
-        given = StructType([f for f in user_schema if f.name != opts.file_metadata_column])
+        hidden = next((f.name for f in user_schema if file_metadata.is_field(f)), None)
+        given = StructType(
+            [f for f in user_schema if f.name not in (opts.file_metadata_column, hidden)]
+        )
         data = StructType([f for f in given if f.name != rescue and f.name not in parts])
-        return ResolvedSchema(data, parts, rescue, given, opts.file_metadata_column)
+        return ResolvedSchema(data, parts, rescue, given, opts.file_metadata_column, hidden)
     latest = store.latest()
     if latest is not None:
         _, data, parts = latest
@@ -128,7 +142,8 @@ def resolve_schema(
         store.write(data, parts, "initial inference")
     # Hints apply to data columns; partition columns are strings from the paths.
     data = apply_hints(data, opts.schema_hints)
-    return ResolvedSchema(data, parts, opts.rescue_column, metadata=opts.file_metadata_column)
+    resolved = ResolvedSchema(data, parts, opts.rescue_column, metadata=opts.file_metadata_column)
+    return resolved.with_hidden_metadata(opts.hidden_file_metadata)
 
 
 class CloudFilesDataSource(DataSource):
@@ -330,7 +345,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 dict(partition_values(self.path, path)) if self.resolved.partitions else {}
             )
             if self.resolved.metadata:
-                parts[self.resolved.metadata] = file_metadata(path, size, mtime)
+                parts[self.resolved.metadata] = source_file(path, size, mtime)
             try:
                 for batch in formats.read_file(
                     path,
@@ -339,6 +354,9 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     rescue,
                     detect_new=detect,
                 ):
+                    if self.resolved.hidden:
+                        hidden = file_metadata.arrow_column(path, size, mtime, batch.num_rows)
+                        parts[self.resolved.hidden] = hidden
                     yield _with_partitions(batch, target, parts, self.resolved)
             except formats.NewColumnsFound as e:
                 self._on_new_columns(e)
@@ -402,6 +420,8 @@ def _with_partitions(
             arrays.append(batch.column(field.name))
         elif field.name == resolved.metadata:
             arrays.append(pa.array([parts[field.name]] * n, field.type))
+        elif field.name == resolved.hidden:
+            arrays.append(parts[field.name])
         elif field.name in resolved.partitions:
             value = parts.get(field.name)
             column = (
@@ -415,7 +435,7 @@ def _with_partitions(
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-def file_metadata(path: str, size: int, mtime_ms: int) -> dict:
+def source_file(path: str, size: int, mtime_ms: int) -> dict:
     """The ``headwater.fileMetadataColumn`` value of every row of one file."""
     return {
         "file_path": path,

@@ -12,6 +12,7 @@
   'none'`` drops it. A batch read infers types with Spark's reader and reads the files with
   Auto Loader's readers (:func:`read_files`); under ``STREAM`` in a pipeline
   (:func:`read_files_stream`) it is Auto Loader, ``schemaEvolutionMode`` ``addNewColumns``.
+  Both have Spark's hidden file metadata column ``_metadata``.
 * ``cloud_files_state(location)``: Auto Loader's file state
   (:func:`headwater.autoloader.cloud_files_state`).
 * ``table_changes(table, start[, end])``: the table's change data feed
@@ -33,6 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from headwater import event_log_format, storage
+from headwater.autoloader import file_metadata, metadata_plan
 from headwater.autoloader.discovery import list_source, partition_values
 from headwater.autoloader.options import CLOUD_OPTIONS, EVOLUTION_MODES, CloudFilesOptions
 from headwater.autoloader.schema import apply_hints
@@ -79,7 +81,13 @@ def _args(name: str, args: list[str], least: int, most: int) -> list[str]:
 def read_files(spark: SparkSession, path: str, **options: str) -> DataFrame:
     """Files under ``path``: the schema is given or inferred by Spark's reader (options as
     Spark's reader takes them); with a rescue column the rows come from Auto Loader's
-    readers, which keep what does not fit instead of turning it into nulls."""
+    readers, which keep what does not fit instead of turning it into nulls. Either way the
+    rows have Spark's hidden ``_metadata`` column (in SQL too: see
+    :mod:`headwater.autoloader.metadata_plan`)."""
+    return metadata_plan.hide(_read_files(spark, path, options))
+
+
+def _read_files(spark: SparkSession, path: str, options: Mapping[str, str]) -> DataFrame:
     opts = dict(options)
     fmt = _format(opts, path)
     schema = _pop(opts, "schema")
@@ -163,18 +171,24 @@ def _rescued(
         kept = StructType([f for f in data if f.name.lower() not in lower])
         resolved = ResolvedSchema(kept, parts, rescue, metadata=meta)
     if not files:
-        return spark.createDataFrame([], resolved.full)
+        return spark.createDataFrame([], resolved.with_hidden_metadata(True).full)
     groups = balanced_groups(files, spark.sparkContext.defaultParallelism)
-    rows = [(json.dumps([(f.path, f.size, f.mtime_ms) for f in g]),) for g in groups]
+    numbers = {f.path: i for i, f in enumerate(files)}  # each file's number, for _metadata
+    rows = [
+        (json.dumps([(f.path, f.size, f.mtime_ms, numbers[f.path]) for f in g]),) for g in groups
+    ]
     frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), "files string")
     reader = CloudFilesStreamReader(root, opts, resolved)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for group in batch.column(0).to_pylist():
-                yield from reader.read(FilesPartition([tuple(f) for f in json.loads(group)]))
+                for path, size, mtime, number in json.loads(group):
+                    for part in reader.read(FilesPartition([(path, size, mtime)])):
+                        yield file_metadata.with_index(part, number)
 
-    return frame.mapInArrow(run, resolved.full)
+    read = frame.mapInArrow(run, StructType([*resolved.full, file_metadata.index_field()]))
+    return metadata_plan.from_file_index(read, [(f.path, f.size, f.mtime_ms) for f in files])
 
 
 def _string(name: str) -> StructField:

@@ -29,6 +29,7 @@ from headwater.storage.paths import (
     normalize,
     parse,
     relative,
+    spark_file_uri,
 )
 from headwater.storage.settings import S3Settings, for_bucket
 
@@ -52,6 +53,7 @@ __all__ = [
     "put_if_absent",
     "read_bytes",
     "relative",
+    "spark_file_uri",
     "stat",
     "write_bytes",
 ]

@@ -71,6 +71,30 @@ def hadoop_uri(path: str) -> str:
     return f"file:{location.key}" if location.is_local else path
 
 
+# ASCII characters java.net.URI leaves as they are in a path; it escapes every other ASCII
+# character (space, ``%``, ``#``, ``?``, ...) and keeps non-ASCII ones.
+_URI_PATH_SAFE = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'();:@&=+$,/"
+)
+
+
+def spark_file_uri(path: str) -> str:
+    """A file as Spark's file sources report it in ``_metadata.file_path``: Hadoop's
+    ``Path.toUri`` of the file, ``file:/abs/a%20b.json`` for a local file,
+    ``s3a://bucket/a%20b.json`` on a store (escaped as ``java.net.URI`` escapes a path)."""
+    location = parse(path)
+    if location.is_local:
+        prefix, rest = "file:", location.key
+    else:
+        scheme, _, after = local_path(path).partition("://")
+        bucket, slash, key = after.partition("/")
+        prefix, rest = f"{scheme}://{bucket}", slash + key
+    return prefix + "".join(
+        c if c in _URI_PATH_SAFE or ord(c) > 127 else "".join(f"%{b:02X}" for b in c.encode())
+        for c in rest
+    )
+
+
 def file_uri_spellings(uri: str) -> list[str]:
     """Both spellings Spark gives one local file's URI: it lists ``file:///x`` but its
     scan reports ``file:/x``. Any other URI has one."""

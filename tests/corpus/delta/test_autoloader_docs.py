@@ -391,11 +391,6 @@ def test_schema_hints(spark, tmp_path):
     assert_table(spark, out, list(schema), rows, json_columns=["_rescued_data"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cloudFiles streams have no hidden _metadata column (an option adds it as a "
-    "real column); the platform's examples select _metadata.file_path",
-)
 def test_etl_quick_start(spark, tmp_path):
     """The ETL tutorial's Auto Loader cell: JSON events into a table by name, with the
     source file and the processing time, ``trigger(availableNow=True)``, ``toTable``."""
