@@ -19,6 +19,13 @@ def test_every_wrapped_pyspark_method_keeps_the_signature_it_was_written_for():
     assert drift == [], "PySpark moved methods headwater wraps:\n" + "\n".join(drift)
 
 
+def test_each_pyspark_method_is_wrapped_once():
+    # A second patch of one method is skipped at install (the method is already
+    # headwater's): its wrapper would silently never run.
+    keys = [p.key for p in PATCHES]
+    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
+
+
 def test_uninstall_puts_pysparks_methods_back_and_install_routes_delta_again(spark, tmp_path):
     from pyspark.sql.readwriter import DataFrameWriter
 

@@ -89,6 +89,12 @@ def _setters(cls: type, *extra: Patch) -> tuple[Patch, ...]:
     )
 
 
+def _foreach_batch(original: Method) -> Method:
+    """``foreachBatch``: one patch per method (a second on the same one is not applied),
+    so the recording of the sink and the batch's session are one wrapper."""
+    return sessions.foreach_batch(recording.foreach_batch(original))
+
+
 PATCHES: tuple[Patch, ...] = (
     # what builders were told
     *_setters(
@@ -113,7 +119,8 @@ PATCHES: tuple[Patch, ...] = (
         Patch(DataStreamWriter, "partitionBy", recording.partition_by, "(self, *cols: str)"),
         Patch(DataStreamWriter, "queryName", recording.query_name, "(self, queryName: str)"),
         Patch(DataStreamWriter, "clusterBy", recording.cluster_by, "(self, *cols: str)"),
-        Patch(DataStreamWriter, "foreachBatch", recording.foreach_batch, "(self, func: "),
+        # recorded as the writer's format, and run knowing its batch's session (below)
+        Patch(DataStreamWriter, "foreachBatch", _foreach_batch, "(self, func: Callable"),
         Patch(DataStreamWriter, "foreach", recording.foreach, "(self, f: "),
     ),
     Patch(DataFrameWriterV2, "using", recording.using, "(self, provider: str)"),
@@ -131,7 +138,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(SparkSession, "sql", session_sql, "(self, sqlQuery: str, args:"),
     # sessions Spark derives (foreachBatch's clone, newSession) join the installed one
     Patch(SparkSession, "__init__", sessions.session_init, "(self, sparkContext: 'SparkContext'"),
-    Patch(DataStreamWriter, "foreachBatch", sessions.foreach_batch, "(self, func: Callable"),
+    # (and foreachBatch's function runs knowing its batch's session: _foreach_batch)
     # terminal calls: writes
     Patch(DataFrameWriter, "save", writes.writer_save, "(self, path: Optional[str] = None"),
     Patch(DataFrameWriter, "saveAsTable", writes.writer_save_as_table, "(self, name: str"),
