@@ -175,7 +175,7 @@ def test_optimize_clusters_incrementally_and_full(spark, tmp_path):
     try:
         out = dt.optimize().executeCompaction().first()
         m = out.metrics
-        assert out.path == DeltaLog(path).root
+        assert out.path == "file:" + DeltaLog(path).root  # qualified, as delta-spark gives it
         assert m.numFilesRemoved == 8 and m.numFilesAdded > 1
         assert m.filesRemoved.totalFiles == 8 and m.filesAdded.totalFiles == m.numFilesAdded
         assert m.totalConsideredFiles == 8 and m.totalFilesSkipped == 0

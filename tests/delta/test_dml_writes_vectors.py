@@ -93,7 +93,7 @@ def test_merge_marks_changed_rows_in_vectors_and_matches_a_rewriting_merge(spark
     metrics = DeltaTable.forPath(spark, dv).history(1).first().operationMetrics
     assert metrics["numTargetRowsDeleted"] == "1" and metrics["numTargetRowsUpdated"] == "1"
     assert metrics["numTargetRowsInserted"] == "1" and metrics["numTargetRowsCopied"] == "0"
-    assert metrics["numDeletionVectorsAdded"] == "2"  # rows 3 (d=1) and 4 (d=0)
+    assert metrics["numTargetDeletionVectorsAdded"] == "2"  # rows 3 (d=1) and 4 (d=0)
     assert metrics["numTargetFilesRemoved"] == "0"
     actions = _last_actions(dv)
     readded = [a["add"] for a in actions if "add" in a and "deletionVector" in a["add"]]
@@ -114,7 +114,7 @@ def test_a_second_change_to_the_same_file_extends_its_vector(spark, tables):
     middle = {"versionAsOf": str(RsTable(dv).version() - 1)}
     assert _rows(spark, dv, **middle) == _rows(spark, plain, **middle)
     metrics = DeltaTable.forPath(spark, dv).history(1).first().operationMetrics
-    assert metrics["numDeletionVectorsUpdated"] == "1"
+    assert metrics["numTargetDeletionVectorsUpdated"] == "1"
     actions = _last_actions(dv)
     (remove,) = [a["remove"] for a in actions if "remove" in a]
     assert remove["deletionVector"]["cardinality"] == 1  # the remove names the old vector

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from types import ModuleType
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from headwater import storage
 from headwater.errors import HeadwaterError
+from headwater.lazy import submodule
 
 log = logging.getLogger(__name__)
 
@@ -95,3 +97,7 @@ def _new_columns(error: BaseException) -> bool:
             return True
         seen = getattr(seen, "_cause", None) or seen.__cause__
     return False
+
+
+def __getattr__(name: str) -> ModuleType:
+    return submodule(__name__, name)  # ``headwater.autoloader.metadata_plan`` on first use
