@@ -227,11 +227,7 @@ OPERATIONS = [
         protocol_in="create_with_change_data_feed",
     ),
     row(to_table),
-    row(
-        to_table_without_format,
-        known="toTable creating its table: version 0 is 'WRITE' on headwater, 'CREATE TABLE' "
-        "on delta-spark",
-    ),
+    row(to_table_without_format),
     row(complete_mode),
     row(update_mode_into_delta_fails),
     row(foreach_batch_upsert),
