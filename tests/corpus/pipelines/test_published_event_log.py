@@ -115,12 +115,6 @@ def test_event_log_loans_log_analysis(retail, spark):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AnalysisException,
-    reason="a ':' path written with a space before it (details :cluster_utilization...) is not taken "
-    "as a JSON path: COLUMN_IS_NOT_VARIANT_TYPE",
-)
 def test_event_log_customer360_monitoring(retail, spark):
     pipeline, updates = retail
     spark.sql("CREATE DATABASE IF NOT EXISTS Customer360_Database")
