@@ -414,3 +414,20 @@ def test_a_first_write_killed_before_its_commit_does_not_block_the_next(spark, t
         f.write("partial")
     spark.range(3).write.format("delta").mode("append").save(table_path)
     assert sorted(r.id for r in spark.read.format("delta").load(table_path).collect()) == [0, 1, 2]
+
+
+def test_timestamps_past_year_9999_are_written_and_read_back(spark, table_path):
+    """Epoch microseconds read as a timestamp (a Debezium MicroTimestamp misread) reach year
+    55485; Spark writes them, so the writer must too: the column keeps its null count and no
+    bounds, and a filter on it still finds the row."""
+    df = spark.createDataFrame([(1, 1_688_000_000_000_000_000), (2, 0)], "id INT, us LONG")
+    df = df.selectExpr("id", "timestamp_micros(us) AS ts", "cast(timestamp_micros(us) AS date) d")
+    df.coalesce(1).write.format("delta").save(table_path)
+    (add,) = [a["add"] for a in _log_actions(table_path, 0) if "add" in a]
+    stats = json.loads(add["stats"])
+    assert stats["nullCount"] == {"id": 0, "ts": 0, "d": 0}
+    assert "ts" not in stats["minValues"] and "d" not in stats["maxValues"]
+    assert stats["minValues"]["id"] == 1 and stats["maxValues"]["id"] == 2
+    back = spark.read.format("delta").load(table_path)
+    assert back.where("ts > timestamp'9999-12-31 00:00:00'").select("id").collect() == [Row(id=1)]
+    assert back.count() == 2

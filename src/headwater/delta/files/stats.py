@@ -3,7 +3,8 @@
 Readers skip files with these bounds, so a wrong bound loses rows. Every value written here
 is a *safe* bound for any reader: strings are cut to a prefix (min only), timestamps are
 widened to whole milliseconds, and types whose Parquet ordering differs from Spark's
-(floats with NaN, binary, INT96 timestamps) get null counts only.
+(floats with NaN, binary, INT96 timestamps) get null counts only, and so do dates and
+timestamps outside Python's years 1 to 9999, whose footer values cannot be converted.
 """
 
 from __future__ import annotations
@@ -52,7 +53,13 @@ def file_stats(meta: pq.FileMetaData, schema: StructType) -> str:
                 if st is None or st.null_count != group.num_rows:
                     entry[3] = False
                 continue
-            lo, hi = st.min, st.max
+            try:
+                lo, hi = st.min, st.max
+            except (OverflowError, ValueError):
+                # A date or timestamp past Python's year 1..9999 (Spark writes them): the
+                # column keeps its null count and no bounds, which no reader can misuse.
+                entry[3] = False
+                continue
             entry[0] = lo if entry[0] is None else min(entry[0], lo)
             entry[1] = hi if entry[1] is None else max(entry[1], hi)
     mins: dict[str, Any] = {}
