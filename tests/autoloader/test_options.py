@@ -6,6 +6,7 @@ import json
 import os
 import time
 
+import pytest
 from deltalake import DeltaTable
 
 from tests.autoloader.helpers import start_ingest
@@ -130,3 +131,22 @@ def test_a_given_schema_gains_the_rescue_column_asked_for_or_of_rescue_mode(spar
             {"note": "x"},
             {"amount": "oops"},
         ]
+
+
+def test_a_schema_known_without_inference_needs_no_schema_location():
+    """A given schema (or binaryFile's) leaves the file state to the query's checkpoint;
+    inference still needs the schema location. With a given schema a CSV header is not
+    assumed (Spark's default; the platform assumes one only to infer)."""
+    from headwater.autoloader.options import CloudFilesOptions
+    from headwater.errors import OptionError
+
+    given = CloudFilesOptions.parse({"cloudFiles.format": "csv"}, user_schema=True)
+    assert given.schema_location is None and given.format_options.header is False
+    with pytest.raises(OptionError, match="checkpoint.*not known here.*checkpointLocation"):
+        _ = given.file_state_location
+    bound = {"cloudFiles.format": "binaryFile", "headwater.stateLocation": "/ck/sources/0"}
+    assert CloudFilesOptions.parse(bound, user_schema=False).file_state_location == (
+        "/ck/sources/0"
+    )
+    with pytest.raises(OptionError, match="schemaLocation' is required to infer the schema"):
+        CloudFilesOptions.parse({"cloudFiles.format": "json"}, user_schema=False)

@@ -156,6 +156,7 @@ def test_explicit_schema_csv_with_partition_columns(spark, dirs):
         fmt="csv",
         schema="id int, name string, day date",
         cloudFiles__partitionColumns="day",
+        header="true",  # with a given schema, a header is not assumed (Spark's default)
     ).awaitTermination()
     rows = _rows(spark, dirs)
     days = [dt.date(2024, 1, 1), dt.date(2024, 1, 1), dt.date(2024, 1, 2)]
@@ -303,3 +304,30 @@ def test_malformed_lines_are_rescued_and_the_rest_of_the_file_kept(spark, dirs):
     assert ids == ["1", "2", "4"]
     corrupt = [json.loads(r["_rescued_data"]) for r in rows if r["id"] is None]
     assert corrupt[0]["_corrupt_record"] == '{"id": 3'
+
+
+def test_a_given_schema_keeps_the_file_state_in_the_checkpoint(spark, tmp_path):
+    """With ``.schema(...)`` and no ``cloudFiles.schemaLocation`` (as on the known platform)
+    the file state lives under the query's checkpoint: a restart on the same checkpoint
+    reads only the file that landed in between; a query with another checkpoint reads all."""
+    land = str(tmp_path / "land")
+    _jsonl(os.path.join(land, "a.json"), [{"id": 1}, {"id": 2}])
+
+    def run(checkpoint: str, out: str) -> list[int]:
+        df = (
+            spark.readStream.format("cloudFiles")
+            .option("cloudFiles.format", "json")
+            .schema("id int")
+            .load(land)
+        )
+        writer = df.writeStream.format("delta").option("checkpointLocation", checkpoint)
+        writer.trigger(availableNow=True).start(out).awaitTermination()
+        return sorted(r.id for r in spark.read.format("delta").load(out).collect())
+
+    first, other = str(tmp_path / "ckpt"), str(tmp_path / "ckpt_other")
+    assert run(first, str(tmp_path / "out")) == [1, 2]
+    _jsonl(os.path.join(land, "b.json"), [{"id": 3}])
+    assert run(first, str(tmp_path / "out")) == [1, 2, 3]
+    assert os.path.isdir(os.path.join(first, "sources", "0", "_headwater_file_state"))
+    assert cloud_files_state(first, spark).count() == 2  # by the checkpoint, as on the platform
+    assert run(other, str(tmp_path / "out_other")) == [1, 2, 3]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -49,6 +49,9 @@ class Patch:
     name: str
     make: Callable[[Method], Method]
     signature: str
+    # for a method of DELTA_ROUTING: its wrapper where delta-spark serves Delta tables
+    # (None: PySpark's own method there)
+    unrouted: Callable[[Method], Method] | None = None
 
     @property
     def key(self) -> str:
@@ -150,8 +153,21 @@ PATCHES: tuple[Patch, ...] = (
     Patch(DataFrameWriterV2, "create", writes.v2_create, _NONE),
     Patch(DataFrameWriterV2, "replace", writes.v2_replace, _NONE),
     Patch(DataFrameWriterV2, "createOrReplace", writes.v2_create_or_replace, _NONE),
-    Patch(DataStreamWriter, "start", streams.stream_writer_start, "(self, path: Optional[str]"),
-    Patch(DataStreamWriter, "toTable", streams.stream_writer_to_table, "(self, tableName: str"),
+    # (either engine: a cloudFiles read without schemaLocation keeps its state in the checkpoint)
+    Patch(
+        DataStreamWriter,
+        "start",
+        streams.stream_writer_start,
+        "(self, path: Optional[str]",
+        streams.file_state_only,
+    ),
+    Patch(
+        DataStreamWriter,
+        "toTable",
+        streams.stream_writer_to_table,
+        "(self, tableName: str",
+        streams.file_state_only,
+    ),
     # df.writeStream: the whole streaming query is known (unselected _metadata dropped)
     Patch(DataStreamWriter, "__init__", streams.stream_writer_init, "(self, df: 'DataFrame')"),
 )
@@ -162,7 +178,8 @@ _ALIAS = (DataStreamWriter, "table")
 
 
 # The terminal calls that route Delta tables to headwater's engine: on a delta-spark session
-# they stay PySpark's (delta-spark serves them); the rest (what builders were told, the
+# they stay PySpark's (delta-spark serves them; start and toTable bind cloudFiles' file
+# state to the checkpoint first, on both engines: Patch.unrouted); the rest (what builders were told, the
 # pipelines' reads, cloudFiles' options, spark.sql) serve both engines.
 DELTA_ROUTING = frozenset(
     f"{cls.__name__}.{name}"
@@ -183,7 +200,9 @@ def install(delta_routing: bool = True) -> None:
     ``delta_routing``, those of :data:`DELTA_ROUTING` are left to PySpark (and delta-spark)."""
     for patch in PATCHES:
         if not delta_routing and patch.key in DELTA_ROUTING:
-            continue
+            if patch.unrouted is None:
+                continue
+            patch = replace(patch, make=patch.unrouted)
         patch.apply()
     if not hasattr(DataStreamWriter, _ALIAS[1]):
         DataStreamWriter.table = DataStreamWriter.toTable  # type: ignore[attr-defined]

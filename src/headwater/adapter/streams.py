@@ -2,7 +2,10 @@
 
 ``df.writeStream`` (any sink, either engine) first drops the hidden ``_metadata`` column
 from the ``cloudFiles`` reads of a query that does not select it, so the source does not
-make it (:func:`headwater.autoloader.metadata_plan.unselected_dropped`).
+make it (:func:`headwater.autoloader.metadata_plan.unselected_dropped`). ``start`` and
+``toTable`` (any sink, either engine) give a ``cloudFiles`` read without
+``cloudFiles.schemaLocation`` its file state under the query's checkpoint
+(:mod:`headwater.autoloader.checkpoint_state`).
 
 The query runs as Spark's own streaming query whose micro-batches go to
 :class:`headwater.delta.write.sink.DeltaStreamSink` (``foreachBatch``), which commits each batch
@@ -13,6 +16,7 @@ option, else ``spark.sql.streaming.checkpointLocation``/<queryName> (a random na
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +26,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from headwater import api, engines, storage
 from headwater.adapter.state import state_of
 from headwater.adapter.writes import refuse_layout
-from headwater.autoloader import metadata_plan
+from headwater.autoloader import checkpoint_state, metadata_plan
 from headwater.delta.options import output_mode, sink_spec
 from headwater.engines.door import Operation
 from headwater.errors import OptionError
@@ -43,6 +47,7 @@ def stream_writer_start(original: Method) -> Method:
     def start(
         self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **options
     ):
+        with_file_state(self, options, queryName)
         state = state_of(self)
         # Without a format, a path is a Delta table's where Delta is the default; without a
         # path either, the sink is Spark's (foreachBatch, foreach).
@@ -67,6 +72,7 @@ def stream_writer_to_table(original: Method) -> Method:
     def toTable(
         self, tableName, format=None, outputMode=None, partitionBy=None, queryName=None, **options
     ):
+        with_file_state(self, options, queryName)
         state = state_of(self)
         delta = engines.delta_by_default(self._df.sparkSession)
         if not state.is_format("delta", format, delta):
@@ -76,6 +82,38 @@ def stream_writer_to_table(original: Method) -> Method:
         return _start(self, target, outputMode, partitionBy, queryName, options, create=True)
 
     return toTable
+
+
+def file_state_only(original: Method) -> Method:
+    """``start``/``toTable`` where delta-spark serves Delta tables: PySpark's own, after
+    :func:`with_file_state` (both take ``queryName`` fifth)."""
+
+    def start(self, *args, **options):
+        name = options.get("queryName", args[4] if len(args) > 4 else None)
+        with_file_state(self, options, name)
+        return original(self, *args, **options)
+
+    return start
+
+
+def with_file_state(
+    writer: DataStreamWriter, options: dict[str, Any], query_name: str | None
+) -> None:
+    """Bind the query's ``cloudFiles`` reads that have no ``cloudFiles.schemaLocation`` to
+    ``<checkpoint>/sources/<n>`` (see :mod:`headwater.autoloader.checkpoint_state`). A
+    checkpoint Spark would choose under ``spark.sql.streaming.checkpointLocation`` is chosen
+    now and set, so the state is in the one Spark uses; a query with none at all (Spark's
+    temporary checkpoint, memory and console sinks) keeps it in a temporary folder."""
+    if not checkpoint_state.unbound(writer._df):
+        return
+    state = state_of(writer)
+    opts = state.merged(options)
+    checkpoint = checkpoint_location(writer, opts, query_name or state.query_name)
+    if checkpoint is None:
+        checkpoint = tempfile.mkdtemp(prefix="cloudFiles-state-")
+    elif not any(k.lower() == "checkpointlocation" for k in opts):
+        writer.option("checkpointLocation", checkpoint)
+    checkpoint_state.bind(writer, checkpoint)
 
 
 def _start(

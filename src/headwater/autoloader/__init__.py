@@ -31,17 +31,26 @@ def cloud_files_state(location: str, spark: SparkSession | None = None):
     """The files a stream discovered: ``path, size, modification_time, discovery_time,
     commit_time, archive_time`` (times as timestamps; null until it happened).
 
-    ``location`` is the stream's ``cloudFiles.schemaLocation`` (often the checkpoint).
-    Returns a Spark DataFrame (on the active session, or ``spark``).
+    ``location`` is the stream's ``cloudFiles.schemaLocation`` (often the checkpoint), or,
+    for a stream without one, whose state is in its query's checkpoint, that checkpoint
+    (the state of its first ``cloudFiles`` source; ``<checkpoint>/sources/<n>`` names
+    another). Returns a Spark DataFrame (on the active session, or ``spark``).
     """
     import datetime as dt
 
     from headwater.autoloader.state import STATE_DIR, FileState
 
-    if not storage.is_dir(storage.join(storage.normalize(location), STATE_DIR)):
-        raise FileNotFoundError(
-            f"No Auto Loader file state in {location}: pass the stream's cloudFiles.schemaLocation."
-        )
+    def has_state(where: str) -> bool:
+        return storage.is_dir(storage.join(storage.normalize(where), STATE_DIR))
+
+    if not has_state(location):
+        in_checkpoint = storage.join(storage.normalize(location), "sources", "0")
+        if not has_state(in_checkpoint):
+            raise FileNotFoundError(
+                f"No Auto Loader file state in {location}: pass the stream's "
+                "cloudFiles.schemaLocation, or its checkpoint when it has none."
+            )
+        location = in_checkpoint
     state = FileState(location)
     try:
         rows = state.rows()

@@ -62,18 +62,18 @@ def hide(df: DataFrame) -> DataFrame:
     plan = df._jdf.queryExecution().analyzed()
     if plan.getClass().getSimpleName() == "Project" and _hidden_of(spark, plan):
         return df  # hidden already
-    output = _items(plan.output())
+    output = items(plan.output())
     hidden = _marked(spark, plan, output)
     ids = {a.exprId().id() for a in hidden}
     hidden += [
         a
-        for a in _items(plan.metadataOutput())
+        for a in items(plan.metadataOutput())
         if _is_file_metadata(a) and a.exprId().id() not in ids
     ]
     if not hidden:
         return df
     visible = [a for a in output if a.exprId().id() not in ids]
-    return _frame(spark, _project(spark, visible, plan, hidden))
+    return frame(spark, _project(spark, visible, plan, hidden))
 
 
 def from_file_index(df: DataFrame, files: list[tuple[str, int, int]]) -> DataFrame:
@@ -122,43 +122,49 @@ def unselected_dropped(df: DataFrame) -> DataFrame:
     except Exception as e:  # the query as written is right, only slower: run it so
         log.warning("cloudFiles: _metadata is read although nothing selects it (%s)", e)
         return df
-    return df if replaced is None else _frame(df.sparkSession, replaced)
+    return df if replaced is None else frame(df.sparkSession, replaced)
 
 
 def _without_unselected(spark: SparkSession, node: Any) -> Any | None:
     kind = node.getClass().getSimpleName()
     if kind == "Project" and node.child().getClass().getSimpleName() == "StreamingRelationV2":
         hidden = {a.exprId().id() for a in _hidden_of(spark, node)}
-        columns = _items(node.projectList())
+        columns = items(node.projectList())
         if not hidden or any(a.exprId().id() in hidden for a in columns):
             return None
-        plain = _plain_relation(spark, node.child(), columns)
+        relation = node.child()
+        options = dict(relation.extraOptions().asCaseSensitiveMap())
+        options = {k: v for k, v in options.items() if k.lower() != OPTION.lower()}
+        plain = read_again(spark, relation, [a.toAttribute() for a in columns], options)
         return None if plain is None else _project(spark, columns, plain, [])
-    children = _items(node.children())
+    children = items(node.children())
     new = [_without_unselected(spark, c) for c in children]
     if all(n is None for n in new):
         return None
     merged = [n if n is not None else c for n, c in zip(new, children, strict=True)]
-    return node.withNewChildren(_seq(spark, merged))
+    return node.withNewChildren(scala_seq(spark, merged))
 
 
-def _plain_relation(spark: SparkSession, relation: Any, columns: list[Any]) -> Any | None:
-    """``relation`` (a ``cloudFiles`` read with ``_metadata``) read again without it, its
-    columns keeping the ids ``columns`` give them, so the query above it is unchanged."""
-    options = dict(relation.extraOptions().asCaseSensitiveMap())
-    options = {k: v for k, v in options.items() if k.lower() != OPTION.lower()}
+def read_again(
+    spark: SparkSession, relation: Any, output: list[Any], options: dict[str, str]
+) -> Any | None:
+    """``relation`` (a streaming ``cloudFiles`` read) read again with ``options`` (a new
+    source: Spark keeps the one made at ``load()``), its columns the attributes ``output``
+    (their ids kept, so the query above it is unchanged); None when the columns differ.
+    Without Spark's ``_metadata`` option, a given schema loses its ``_metadata`` field."""
     reader = spark.readStream.format(relation.sourceName()).options(**options)
     schema = StructType.fromJson(json.loads(relation.table().schema().json()))
     if any(k.lower() == USER_SCHEMA_OPTION for k in options):
-        reader = reader.schema(StructType([f for f in schema if not is_field(f)]))
+        hidden = any(k.lower() == OPTION.lower() for k in options)
+        reader = reader.schema(StructType([f for f in schema if hidden or not is_field(f)]))
     fresh = originals.original(DataStreamReader, "load")(reader)
-    plain = fresh._jdf.queryExecution().analyzed()
-    found = [(a.name(), a.dataType().json()) for a in _items(plain.output())]
-    if found != [(a.name(), a.dataType().json()) for a in columns]:
+    plan = fresh._jdf.queryExecution().analyzed()
+    found = [(a.name(), a.dataType().json()) for a in items(plan.output())]
+    if found != [(a.name(), a.dataType().json()) for a in output]:
         return None
-    args = _fields(plain)
-    args["output"] = _seq(spark, [a.toAttribute() for a in columns])
-    return plain.makeCopy(_array(spark, list(args.values())))
+    args = _fields(plan)
+    args["output"] = scala_seq(spark, output)
+    return plan.makeCopy(_array(spark, list(args.values())))
 
 
 def run_sql(
@@ -177,7 +183,7 @@ def run_sql(
     replaced = _substitute(spark, parsed)
     if replaced is None:
         return original(spark, text, args)
-    return _frame(spark, replaced)
+    return frame(spark, replaced)
 
 
 # -- plans -------------------------------------------------------------------------------------
@@ -190,16 +196,14 @@ def _substitute(spark: SparkSession, node: Any) -> Any | None:
     if kind == "SubqueryAlias":
         found = _view_plan(spark, node.child())
         if found is not None:
-            qualifier = [*_items(node.identifier().qualifier()), node.alias()]
+            qualifier = [*items(node.identifier().qualifier()), node.alias()]
             return _requalified(spark, found, qualifier)
     if kind == "UnresolvedRelation":
         found = _view_plan(spark, node)
         return (
-            None
-            if found is None
-            else _requalified(spark, found, _items(node.multipartIdentifier()))
+            None if found is None else _requalified(spark, found, items(node.multipartIdentifier()))
         )
-    children = _items(node.children())
+    children = items(node.children())
     new = [_substitute(spark, c) for c in children]
     ctes = _with_definitions(spark, node) if kind == "UnresolvedWith" else None
     if ctes is not None:
@@ -210,28 +214,28 @@ def _substitute(spark: SparkSession, node: Any) -> Any | None:
     if all(n is None for n in new):
         return None
     merged = [n if n is not None else c for n, c in zip(new, children, strict=True)]
-    return node.withNewChildren(_seq(spark, merged))
+    return node.withNewChildren(scala_seq(spark, merged))
 
 
 def _with_definitions(spark: SparkSession, node: Any) -> Any | None:
     """The ``(name, query)`` pairs of ``WITH`` with the views replaced, or None if unchanged."""
     changed = False
     out = []
-    for definition in _items(node.cteRelations()):  # (name, query, ...) tuples
+    for definition in items(node.cteRelations()):  # (name, query, ...) tuples
         parts = [definition.productElement(i) for i in range(definition.productArity())]
         query = _substitute(spark, parts[1])
         if query is not None:
             changed = True
             parts[1] = query
         out.append(getattr(_jvm(spark).scala, f"Tuple{len(parts)}")(*parts))
-    return _seq(spark, out) if changed else None
+    return scala_seq(spark, out) if changed else None
 
 
 def _view_plan(spark: SparkSession, node: Any) -> Any | None:
     """The plan of the temporary view ``node`` reads, when it came from :func:`hide`."""
     if node.getClass().getSimpleName() != "UnresolvedRelation" or node.isStreaming():
         return None
-    parts = _items(node.multipartIdentifier())
+    parts = items(node.multipartIdentifier())
     if len(parts) != 1:
         return None
     catalog = spark._jsparkSession.sessionState().catalog()
@@ -247,8 +251,8 @@ def _view_plan(spark: SparkSession, node: Any) -> Any | None:
 def _requalified(spark: SparkSession, plan: Any, qualifier: list[str]) -> Any:
     """A copy of a :func:`hide` node whose columns, hidden ones too, carry ``qualifier``
     (as a view's ``SubqueryAlias`` would qualify them)."""
-    names = _seq(spark, qualifier)
-    columns = [a.toAttribute().withQualifier(names) for a in _items(plan.projectList())]
+    names = scala_seq(spark, qualifier)
+    columns = [a.toAttribute().withQualifier(names) for a in items(plan.projectList())]
     hidden = [a.withQualifier(names) for a in _hidden_of(spark, plan)]
     return _project(spark, columns, plan.child(), hidden)
 
@@ -256,9 +260,9 @@ def _requalified(spark: SparkSession, plan: Any, qualifier: list[str]) -> Any:
 def _project(spark: SparkSession, columns: list[Any], child: Any, hidden: list[Any]) -> Any:
     """``Project(columns, child)``, with ``hidden`` as its hidden output (when any)."""
     logical = _jvm(spark).org.apache.spark.sql.catalyst.plans.logical
-    project = logical.Project(_seq(spark, columns), child)
+    project = logical.Project(scala_seq(spark, columns), child)
     if hidden:
-        project.setTagValue(logical.Project.hiddenOutputTag(), _seq(spark, hidden))
+        project.setTagValue(logical.Project.hiddenOutputTag(), scala_seq(spark, hidden))
     return project
 
 
@@ -267,7 +271,7 @@ def _hidden_of(spark: SparkSession, plan: Any) -> list[Any]:
     tag = plan.getTagValue(logical.Project.hiddenOutputTag())
     if not tag.isDefined():
         return []
-    hidden = _items(tag.get())
+    hidden = items(tag.get())
     return hidden if any(_is_file_metadata(a) for a in hidden) else []
 
 
@@ -279,7 +283,8 @@ def _is_marked(metadata: Any) -> bool:
     return metadata.contains("__metadata_col") and metadata.getString("__metadata_col") == NAME
 
 
-def _frame(spark: SparkSession, plan: Any) -> DataFrame:
+def frame(spark: SparkSession, plan: Any) -> DataFrame:
+    """The DataFrame of a (JVM) logical plan."""
     jss = spark._jsparkSession
     dataset = _jvm(spark).org.apache.spark.sql.classic.Dataset
     return DataFrame(dataset.ofRows(jss, plan), spark)
@@ -290,12 +295,14 @@ def _fields(node: Any) -> dict[str, Any]:
     return {node.productElementName(i): node.productElement(i) for i in range(node.productArity())}
 
 
-def _items(seq: Any) -> list[Any]:
+def items(seq: Any) -> list[Any]:
+    """A Scala ``Seq``'s elements."""
     return [seq.apply(i) for i in range(seq.size())]
 
 
-def _seq(spark: SparkSession, items: list[Any]) -> Any:
-    return _jvm(spark).PythonUtils.toSeq(items)
+def scala_seq(spark: SparkSession, values: list[Any]) -> Any:
+    """A Scala ``Seq`` of ``values`` (what plan nodes take)."""
+    return _jvm(spark).PythonUtils.toSeq(values)
 
 
 def _array(spark: SparkSession, items: list[Any]) -> Any:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from headwater.errors import OptionError
-from headwater.formats.options import FORMATS, FormatOptions, parse_format_options
+from headwater.formats.options import FORMATS, CsvOptions, FormatOptions, parse_format_options
 from headwater.options import as_bool, as_bytes, as_int, split_columns
 
 PLANNED_FORMATS = ("xml",)
+# Where a stream without cloudFiles.schemaLocation keeps its file state: set when the query
+# starts, under its checkpoint (:mod:`headwater.autoloader.checkpoint_state`).
+STATE_LOCATION_OPTION = "headwater.stateLocation"
 _FORMAT_LIST = "json, csv, parquet, text, avro, orc or binaryFile"
 EVOLUTION_MODES = ("addnewcolumns", "rescue", "failonnewcolumns", "none")
 
@@ -40,7 +43,7 @@ GENERIC_OPTIONS = {
     for name in (
         "pathGlobFilter", "recursiveFileLookup", "modifiedAfter", "modifiedBefore",
         "ignoreCorruptFiles", "ignoreMissingFiles", "rescuedDataColumn", "path",
-        "headwater.fileMetadataColumn", "headwater.hiddenFileMetadata",
+        "headwater.fileMetadataColumn", "headwater.hiddenFileMetadata", "headwater.stateLocation",
     )
 }  # fmt: skip
 
@@ -108,14 +111,33 @@ class CloudFilesOptions:
     # headwater.hiddenFileMetadata (set by the reader hook): the rows end with Spark's
     # hidden ``_metadata`` column (headwater.autoloader.file_metadata).
     hidden_file_metadata: bool = False
+    # headwater.stateLocation: ``<checkpoint>/sources/<n>`` of the query reading a stream
+    # that has no schemaLocation (its schema given, or binaryFile's), bound at its start.
+    state_location: str | None = None
 
     @property
     def location(self) -> str:
-        """``cloudFiles.schemaLocation``: the schema versions and the file state (parse
-        makes it required; a listing-only instance, as COPY INTO builds, has none)."""
+        """``cloudFiles.schemaLocation``: the schema versions (parse makes it required
+        unless the schema is known without inference; a listing-only instance, as COPY INTO
+        builds, has none)."""
         if not self.schema_location:
             raise OptionError("Option 'cloudFiles.schemaLocation' is required.")
         return self.schema_location
+
+    @property
+    def file_state_location(self) -> str:
+        """Where the file state lives: the schema location when there is one (as before),
+        else under the checkpoint of the query reading the stream, as on the known
+        platform."""
+        found = self.schema_location or self.state_location
+        if not found:
+            raise OptionError(
+                "The cloudFiles stream has no cloudFiles.schemaLocation, so it keeps its file "
+                "state in its query's checkpoint, which is not known here: start it with "
+                "df.writeStream.option('checkpointLocation', ...).start() or .toTable(), or "
+                "set cloudFiles.schemaLocation."
+            )
+        return found
 
     @classmethod
     def parse(cls, options: Mapping[str, str], user_schema: bool) -> CloudFilesOptions:
@@ -137,6 +159,9 @@ class CloudFilesOptions:
             fmt, options, own={**CLOUD_OPTIONS, **GENERIC_OPTIONS}, strict=validate,
             context="the cloudFiles source", label=f"cloudFiles.format '{fmt}'",
         )  # fmt: skip
+        if user_schema and isinstance(fmt_opts, CsvOptions) and "header" not in o:
+            # Spark's default; the known platform assumes a header only to infer a schema
+            fmt_opts = replace(fmt_opts, header=False)
         if validate and fmt == "binaryfile" and rescue_given:
             raise OptionError(
                 "Option 'rescuedDataColumn' does not apply to cloudFiles.format 'binaryFile': "
@@ -156,10 +181,12 @@ class CloudFilesOptions:
                 "by .schema(); use rescue or none, or drop .schema() and let Auto Loader infer it."
             )
         location = o.get("cloudfiles.schemalocation")
-        if not location:
+        if not location and not user_schema and fmt != "binaryfile":
             raise OptionError(
-                "Option 'cloudFiles.schemaLocation' is required: it holds the inferred schema and "
-                "the stream's file-discovery state. It may be the same directory as the checkpoint."
+                "Option 'cloudFiles.schemaLocation' is required to infer the schema: it holds the "
+                "inferred schema and the stream's file-discovery state (it may be the checkpoint "
+                "directory). With a schema given by .schema(...), the file state is kept in the "
+                "query's checkpoint instead."
             )
         clean = str(o.get("cloudfiles.cleansource", "off")).lower()
         if clean not in ("off", "delete", "move"):
@@ -228,4 +255,5 @@ class CloudFilesOptions:
                 o.get("headwater.hiddenfilemetadata"), "headwater.hiddenFileMetadata"
             ),
             format_options=fmt_opts,
+            state_location=o.get(STATE_LOCATION_OPTION.lower()) or None,
         )

@@ -113,8 +113,9 @@ class ResolvedSchema:
 def resolve_schema(
     path: str, opts: CloudFilesOptions, user_schema: StructType | None = None
 ) -> ResolvedSchema:
-    """The schema of a stream: given, stored, or inferred now (and stored)."""
-    store = SchemaStore(opts.location)
+    """The schema of a stream: given, stored, or inferred now (and stored). binaryFile's
+    is fixed: without a schema location it is inferred (its partition columns) at each
+    start, as nothing needs a stored version of it."""
     if user_schema is not None:
         rescue = opts.rescue_column
         if rescue is None and any(f.name == "_rescued_data" for f in user_schema):
@@ -127,7 +128,10 @@ def resolve_schema(
         )
         data = StructType([f for f in given if f.name != rescue and f.name not in parts])
         return ResolvedSchema(data, parts, rescue, given, opts.file_metadata_column, hidden)
-    latest = store.latest()
+    store = (
+        SchemaStore(opts.location) if opts.schema_location or opts.format != "binaryfile" else None
+    )
+    latest = store.latest() if store is not None else None
     if latest is not None:
         _, data, parts = latest
     else:
@@ -139,7 +143,8 @@ def resolve_schema(
             )
         data, parts = infer(sample(files), opts, path)
         data = apply_hints(data, opts.schema_hints)
-        store.write(data, parts, "initial inference")
+        if store is not None:
+            store.write(data, parts, "initial inference")
     # Hints apply to data columns; partition columns are strings from the paths.
     data = apply_hints(data, opts.schema_hints)
     resolved = ResolvedSchema(data, parts, opts.rescue_column, metadata=opts.file_metadata_column)
@@ -193,7 +198,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     @property
     def state(self) -> FileState:
         if self._state is None:
-            self._state = FileState(self.opts.location)
+            self._state = FileState(self.opts.file_state_location)
         return self._state
 
     def __getstate__(self):  # executors get a copy without the SQLite connection
@@ -210,7 +215,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if offset.get("state") not in (None, self.state.state_id):
             raise HeadwaterError(
                 f"The checkpoint refers to file state {offset.get('state')}, but "
-                f"{self.state.dir} holds state {self.state.state_id}: the schema location was "
+                f"{self.state.dir} holds state {self.state.state_id}: the file state was "
                 "replaced. Use a new checkpoint, or restore the schema location."
             )
         return int(offset["seq"])

@@ -28,17 +28,6 @@ from delta_corpus import assert_schema, assert_table, bag, finish, write_json, w
 from pyspark.sql.functions import col, current_timestamp
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-SCHEMA_LOCATION_REQUIRED = pytest.mark.xfail(
-    strict=True,
-    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (a "
-    "documented difference); the platform does not",
-)
-RESCUE_WITH_SCHEMA = pytest.mark.xfail(
-    strict=True,
-    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (with it "
-    "the case passes: rescuedDataColumn with a given schema is honoured)",
-)
-
 
 def _drain(df, out: str, checkpoint: str) -> None:
     """Run a snippet's streaming DataFrame into the Delta table ``out`` (the test's sink)."""
@@ -136,11 +125,6 @@ def test_enable_easy_etl(spark, tmp_path):
     assert_table(spark, target, columns, rows, json_columns=["_rescued_data"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cloudFiles needs cloudFiles.schemaLocation even with a given schema (with it, "
-    "the case passes)",
-)
 def test_prevent_data_loss_in_well_structured_data(spark, tmp_path):
     """patterns, "Prevent data loss in well-structured data": a given schema and
     ``schemaEvolutionMode = rescue``: new fields and type mismatches go to
@@ -283,7 +267,6 @@ CSV_SCHEMA = StructType(
 )
 
 
-@RESCUE_WITH_SCHEMA
 def test_load_csv_files_without_headers(spark, tmp_path):
     """patterns, "Load CSV files without headers": a given schema and
     ``rescuedDataColumn``: a value that does not fit is rescued under its column's name."""
@@ -308,7 +291,6 @@ def test_load_csv_files_without_headers(spark, tmp_path):
     )
 
 
-@RESCUE_WITH_SCHEMA
 def test_enforce_a_schema_on_csv_files_with_headers(spark, tmp_path):
     """patterns, "Enforce a schema on CSV files with headers": the header names the
     columns; a header column the schema lacks is rescued."""
@@ -333,7 +315,6 @@ def test_enforce_a_schema_on_csv_files_with_headers(spark, tmp_path):
     )
 
 
-@SCHEMA_LOCATION_REQUIRED
 def test_ingest_binary_data(spark, tmp_path):
     """patterns, "Ingest image or binary data to Delta Lake for ML": ``binaryFile``."""
     landing, checkpoint, target = (str(tmp_path / n) for n in ("landing", "checkpoint", "target"))
