@@ -199,11 +199,6 @@ NESTED = [
 LATER = {"id": 4, "price": 1.25, "ok": None, "nothing": None, "tags": None}  # ok: NULL throughout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="col:path on a JSON string works in spark.sql text but not in "
-    "DataFrame.selectExpr (Spark's ':' needs VARIANT)",
-)
 def test_transform_nested_json(spark, tmp_path):
     """patterns, "Transform nested JSON data": ``selectExpr`` with ``tags:page.name``,
     ``tags:page.id::int`` and ``tags:eventType`` on the inferred string column."""
