@@ -229,12 +229,6 @@ def test_transform_nested_json(spark, tmp_path):
     assert bag(got) == bag(want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="JSON inference keeps struct fields in file order (Spark sorts them by name), "
-    "and a column NULL in every row of one file becomes string (Spark keeps the other "
-    "files' type)",
-)
 def test_infer_nested_json(spark, tmp_path):
     """patterns, "Infer nested JSON data": ``cloudFiles.inferColumnTypes``: numbers,
     booleans and nested structs typed, an int column widened by a later double, a column
