@@ -155,3 +155,25 @@ def test_an_error_raised_inside_a_python_source_keeps_its_class_and_message(spar
     with pytest.raises(SchemaInferenceError, match="No files in") as info:
         reader.load(str(tmp_path / "empty"))
     assert "Traceback" not in str(info.value)
+
+
+def test_select_expr_and_filter_take_json_paths_on_strings_variant_paths_stay_spark_s(spark):
+    # The known system's docs: selectExpr("*", "tags:page.name", "tags:page.id::int") on the
+    # JSON string column Auto Loader infers for nested JSON.
+    from pyspark.sql.types import IntegerType, StringType, VariantType
+
+    doc = '{"page": {"name": "home", "id": 7}, "eventType": "click"}'
+    df = spark.createDataFrame([(doc,), (None,)], "tags string").selectExpr(
+        "tags", "parse_json(tags) AS v"
+    )
+    got = df.selectExpr("tags:page.name", "tags:page.id::int", "v:eventType AS e")
+    assert [(f.name, f.dataType) for f in got.schema.fields] == [
+        ("name", StringType()),
+        ("id", IntegerType()),
+        ("e", VariantType()),  # ':' on a VARIANT column is Spark's own
+    ]
+    assert [(r["name"], r["id"]) for r in got.collect()] == [("home", 7), (None, None)]
+    assert df.where("tags:eventType = 'click'").count() == 1
+    assert df.filter("tags:page.id::int > 7").count() == 0
+    with pytest.raises(AnalysisException, match="UNRESOLVED_COLUMN"):
+        df.selectExpr("nope:a")

@@ -191,3 +191,44 @@ def test_format_options_of_the_new_formats():
         parse("binaryFile", rescuedDataColumn="_r")
     with pytest.raises(OptionError, match="xml.*not supported yet"):
         parse("xml")
+
+
+def test_json_inference_merges_a_file_s_nulls_into_other_files_types_and_sorts_nested_fields(
+    tmp_path,
+):
+    # Spark's JSON inference: a column NULL throughout one file takes another file's type
+    # (a column no file types is string), and nested struct fields are sorted by name.
+    from headwater.autoloader.discovery import Listed
+    from headwater.autoloader.schema import infer
+
+    land = tmp_path / "land"
+    land.mkdir()
+    rows = {
+        "a.json": [
+            {"id": 1, "ok": True, "none": None, "tags": {"page": {"name": "h", "id": 7}, "e": "c"}},
+            {"id": 2, "ok": None, "none": None, "tags": None, "xs": []},
+        ],
+        "b.json": [{"id": 3, "ok": None, "none": None, "tags": None, "xs": [1.5]}],
+    }
+    listed = []
+    for i, (name, records) in enumerate(rows.items()):
+        (land / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+        listed.append(Listed(str(land / name), (land / name).stat().st_size, 1000 * (2 - i)))
+    for order in (listed, listed[::-1]):
+        opts = CloudFilesOptions.parse(
+            {
+                "cloudFiles.format": "json",
+                "cloudFiles.inferColumnTypes": "true",
+                "cloudFiles.schemaLocation": str(tmp_path / "schema"),
+            },
+            False,
+        )
+        schema, parts = infer(order, opts, str(land))
+        assert {f.name: f.dataType.simpleString() for f in schema.fields} == {
+            "id": "bigint",
+            "ok": "boolean",
+            "none": "string",
+            "tags": "struct<e:string,page:struct<id:bigint,name:string>>",
+            "xs": "array<double>",
+        }
+        assert parts == []

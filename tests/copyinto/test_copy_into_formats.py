@@ -166,3 +166,25 @@ def test_csv_empty_fields_are_null_by_default_as_spark_reads_them(spark, tmp_pat
         copy_into(spark, target, str(src), "CSV", format_options={"header": "true", **opts})
         notes = [r["note"] for r in sorted(rows(tmp_path / name), key=lambda r: r["id"])]
         assert notes == ([None, None, "x"] if not opts else [None, "E", "x"])
+
+
+@headwater_engine_only(SCHEMALESS)
+def test_json_column_null_throughout_one_file_takes_the_other_file_s_type(spark, tmp_path):
+    # As Spark's JSON inference merges records: NULL gives no type; nested fields by name.
+    src = tmp_path / "src"
+    write_text(src, "a.json", '{"id": 1, "ok": true, "s": {"z": 1, "a": "x"}, "n": null}\n')
+    write_text(src, "b.json", '{"id": 2, "ok": null, "s": null, "n": null}\n')
+    name = "copyinto_formats.schemaless_nulls"
+    create_schemaless_table(spark, name, str(tmp_path / "s"))
+    copy_into(spark, name, str(src), "json", copy_options={"mergeSchema": "true"})
+    df = spark.table(name)
+    assert {f.name: f.dataType.simpleString() for f in df.schema} == {
+        "id": "bigint",
+        "ok": "boolean",
+        "s": "struct<a:string,z:bigint>",
+        "n": "string",
+    }
+    assert sorted(tuple(r) for r in df.select("id", "ok", "s.a", "s.z").collect()) == [
+        (1, True, "x", 1),
+        (2, None, None, None),
+    ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.sql.json_paths import rewrite_json_paths
+from headwater.sql.json_paths import rewrite_json_paths, rewrite_select_item
 
 
 def test_dotted_and_colon_paths_become_json_paths():
@@ -74,3 +74,21 @@ def test_a_window_call_does_not_end_the_select_list():
     assert rewrite_json_paths(text) == (
         "SELECT window(ts, '1 hour'), get_json_object(d, '$.a') AS `a` FROM t"
     )
+
+
+def test_a_select_expr_item_is_a_whole_select_item():
+    # selectExpr("*", "tags:page.name", "tags:page.id::int", ...): each string is one item.
+    assert rewrite_select_item("tags:page.name") == (
+        "get_json_object(tags, '$.page.name') AS `name`"
+    )
+    assert rewrite_select_item("tags:page.id::int") == (
+        "get_json_object(tags, '$.page.id')::int AS `id`"
+    )
+    assert rewrite_select_item("tags:page.id::int AS pid") == (
+        "get_json_object(tags, '$.page.id')::int AS pid"
+    )
+    assert rewrite_select_item("upper(tags:eventType)") == (
+        "upper(get_json_object(tags, '$.eventType'))"
+    )
+    assert rewrite_select_item("*") == "*"
+    assert rewrite_select_item("x::int") == "x::int"

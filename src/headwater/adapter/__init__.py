@@ -7,7 +7,9 @@ nothing else is touched): setters record what the builder was told (:mod:`.state
 terminal calls about Delta tables go to the typed API (:mod:`headwater.api`); every other
 call reaches PySpark's own method unchanged. ``cloudFiles`` reads, ``df.writeStream`` and
 ``spark.sql`` also keep Spark's hidden ``_metadata`` column of files
-(:mod:`headwater.autoloader.metadata_plan`). :func:`uninstall` puts PySpark's methods back.
+(:mod:`headwater.autoloader.metadata_plan`); ``spark.sql``, ``selectExpr`` and a string
+``filter`` take the known system's ``col:a.b`` JSON paths on string columns
+(:mod:`.expressions`). :func:`uninstall` puts PySpark's methods back.
 
 Each row names the signature of the PySpark method it wraps; a test compares them with the
 installed PySpark, so a PySpark release that moves one fails loudly instead of silently
@@ -28,7 +30,7 @@ from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter, DataFrameWr
 from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
 from headwater import originals
-from headwater.adapter import reads, recording, sessions, streams, writes
+from headwater.adapter import expressions, reads, recording, sessions, streams, writes
 from headwater.adapter.sql import session_sql
 
 Method = Callable[..., Any]
@@ -139,6 +141,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch(DataStreamReader, "load", reads.stream_reader_load, "(self, path: Optional[str]"),
     Patch(DataStreamReader, "table", reads.stream_reader_table, "(self, tableName: str)"),
     Patch(SparkSession, "sql", session_sql, "(self, sqlQuery: str, args:"),
+    # SQL expression text: the known system's ':' JSON paths on string columns
+    Patch(DataFrame, "selectExpr", expressions.select_expr, "(self, *expr: Union[str, List[str]])"),
+    Patch(DataFrame, "filter", expressions.filter_, "(self, condition: Union["),
     # sessions Spark derives (foreachBatch's clone, newSession) join the installed one
     Patch(SparkSession, "__init__", sessions.session_init, "(self, sparkContext: 'SparkContext'"),
     # (and foreachBatch's function runs knowing its batch's session: _foreach_batch)

@@ -4,7 +4,8 @@ stream.
 Inference reads a bounded sample (1000 files or 50 GB, newest first); each file's schema comes
 from :func:`headwater.formats.infer_file` (JSON and CSV columns are strings unless
 ``cloudFiles.inferColumnTypes``; Parquet, ORC and Avro files carry their types; binaryFile's
-schema is fixed) and the sample's schemas are merged. The result is stored as
+schema is fixed) and the sample's schemas are merged, as Spark's JSON inference merges a
+file's records: a column NULL throughout one file takes the other files' type. The result is stored as
 ``<schemaLocation>/_schemas/<n>`` (JSON, one file per version, created exclusively so
 concurrent writers cannot overwrite each other); later starts read the newest version
 instead of inferring again, and evolution writes the next version.
@@ -22,7 +23,7 @@ from headwater import storage
 from headwater.autoloader.discovery import Listed, partition_values
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.errors import HeadwaterError, OptionError
-from headwater.formats import BINARY_FILE_SCHEMA, CorruptFileError, infer_file, merge
+from headwater.formats import BINARY_FILE_SCHEMA, CorruptFileError, infer_file, merge, settle
 from headwater.sqltypes import parse_columns
 
 SAMPLE_FILES = 1000
@@ -55,7 +56,8 @@ def infer(
     schema = BINARY_FILE_SCHEMA if opts.format == "binaryfile" else StructType([])
     for f in files:
         try:
-            schema = merge(schema, infer_file(f.path, opts.format_options, opts.infer_column_types))
+            found = infer_file(f.path, opts.format_options, opts.infer_column_types, True)
+            schema = merge(schema, found)
         except (
             pa.ArrowInvalid,
             OSError,
@@ -69,6 +71,7 @@ def infer(
                 f"Cannot infer a schema from {f.path}: {e}. Fix or remove the file, set "
                 "ignoreCorruptFiles=true, or give the schema with .schema() or cloudFiles.schemaHints."
             ) from e
+    schema = settle(schema, opts.format_options)  # NULL in one file: the others' type
     parts = opts.partition_columns
     if parts is None:
         parts = []

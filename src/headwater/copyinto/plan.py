@@ -32,7 +32,7 @@ from headwater.autoloader.discovery import Listed, list_source, parse_time, part
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.copyinto.spec import CopyIntoError, CopySpec
 from headwater.copyinto.target import Target
-from headwater.formats import BINARY_FILE_SCHEMA, CorruptFileError, infer_file, merge
+from headwater.formats import BINARY_FILE_SCHEMA, CorruptFileError, infer_file, merge, settle
 
 DRIVER_INFERENCE_FILES = 32  # fewer files are inferred on the driver (no Spark job)
 TARGET_GROUP_BYTES = 128 * 1024 * 1024
@@ -316,7 +316,7 @@ def infer(spark: SparkSession, spec: CopySpec, plan: FilePlan) -> tuple[StructTy
             raise CopyIntoError(error)
         schema = merge(schema, part)
         corrupt |= bad
-    return schema, corrupt
+    return settle(schema, opts.format_options), corrupt
 
 
 def _infer_group(
@@ -327,7 +327,8 @@ def _infer_group(
         if size == 0:
             continue  # an empty file has no columns (and Arrow's CSV reader refuses it)
         try:
-            schema = merge(schema, infer_file(path, opts.format_options, opts.infer_column_types))
+            found = infer_file(path, opts.format_options, opts.infer_column_types, True)
+            schema = merge(schema, found)  # NULL throughout a file: settled after the merge
         except FileNotFoundError:
             if not opts.ignore_missing:
                 return schema, corrupt, f"Source file {path} was deleted during COPY INTO."

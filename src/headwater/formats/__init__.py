@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from headwater.formats.binary_file import BINARY_FILE_SCHEMA
 from headwater.formats.errors import CorruptFileError, MalformedRecordError, NewColumnsFound
-from headwater.formats.infer import infer_file, merge, widen
+from headwater.formats.infer import infer_file, merge, settle, widen
 from headwater.formats.options import FORMATS, FormatOptions, parse_format_options
 from headwater.formats.read import read_file
 
@@ -33,5 +33,6 @@ __all__ = [
     "merge",
     "parse_format_options",
     "read_file",
+    "settle",
     "widen",
 ]

@@ -6,6 +6,11 @@ leaves); Parquet, ORC and Avro files carry their types; text and binaryFile have
 schemas. The file is read through the same chunking, transcoding and option handling as the
 readers, so inference sees the values the readers will read. Integers are ``bigint`` and
 fractions ``double``; columns differing only in case are one column.
+
+As in Spark's JSON and CSV inference, a value that is NULL everywhere in a file gives no
+type: merged with other files it takes theirs, and only a column no file types settles as
+string (:func:`settle`, which also orders a JSON file's nested struct fields by name, as
+Spark's JSON inference does).
 """
 
 from __future__ import annotations
@@ -44,14 +49,48 @@ from headwater.formats.csv_records import Dialect
 from headwater.formats.json_reader import as_json_lines, strip_comments
 from headwater.formats.orc_reader import orc_schema
 
-__all__ = ["infer_file", "merge", "widen"]
+__all__ = ["infer_file", "merge", "settle", "widen"]
 
 _CSV_SAMPLE_RECORDS = 10_000  # CSV types come from the first records, as Arrow's first block
 
 
-def infer_file(path: str, options: o.FormatOptions, infer_types: bool) -> StructType:
+def infer_file(
+    path: str, options: o.FormatOptions, infer_types: bool, unsettled: bool = False
+) -> StructType:
     """The schema of the file at ``path``. ``infer_types``: whether JSON/CSV columns get
-    types (Auto Loader: ``cloudFiles.inferColumnTypes``; COPY INTO: typed, CSV strings)."""
+    types (Auto Loader: ``cloudFiles.inferColumnTypes``; COPY INTO: typed, CSV strings).
+    ``unsettled``: a column NULL throughout the file stays ``NullType``, for a caller that
+    merges several files' schemas and then calls :func:`settle`."""
+    schema = _infer_file(path, options, infer_types)
+    return schema if unsettled else settle(schema, options)
+
+
+def settle(schema: StructType, options: o.FormatOptions) -> StructType:
+    """The merged schema as Spark's inference ends it: a type no file gave (``NullType``,
+    also as an array's element) is string; JSON's nested struct fields sorted by name (the
+    top-level columns keep the files' order)."""
+    by_name = isinstance(options, o.JsonOptions)
+    return StructType(
+        [StructField(f.name, _settled(f.dataType, by_name), f.nullable) for f in schema]
+    )
+
+
+def _settled(t: DataType, by_name: bool) -> DataType:
+    if isinstance(t, NullType):
+        return StringType()
+    if isinstance(t, StructType):
+        fields = [StructField(f.name, _settled(f.dataType, by_name), f.nullable) for f in t]
+        return StructType(sorted(fields, key=lambda f: f.name) if by_name else fields)
+    if isinstance(t, ArrayType):
+        return ArrayType(_settled(t.elementType, by_name), t.containsNull)
+    if isinstance(t, MapType):
+        return MapType(
+            _settled(t.keyType, by_name), _settled(t.valueType, by_name), t.valueContainsNull
+        )
+    return t
+
+
+def _infer_file(path: str, options: o.FormatOptions, infer_types: bool) -> StructType:
     if isinstance(options, o.RecordText) and options.infer_schema is not None:
         infer_types = options.infer_schema
     if isinstance(options, o.TextOptions):
@@ -119,12 +158,7 @@ def _json_schema(path: str, opts: o.JsonOptions) -> pa.Schema:
             except (pa.ArrowInvalid, pa.ArrowTypeError):
                 dtype = StringType()
             fields[key] = widen(fields[key], dtype) if key in fields else dtype
-    return pa.schema(
-        [
-            (k, to_arrow_type(StringType() if isinstance(v, NullType) else v))
-            for k, v in fields.items()
-        ]
-    )
+    return pa.schema([(k, to_arrow_type(v)) for k, v in fields.items()])
 
 
 def _csv_schema(path: str, opts: o.CsvOptions, infer_types: bool) -> StructType:
@@ -187,8 +221,10 @@ def _to_spark_type(t: pa.DataType, strings: bool) -> DataType:
         return MapType(
             _to_spark_type(t.key_type, strings), _to_spark_type(t.item_type, strings), True
         )
-    if strings or pa.types.is_null(t) or pa.types.is_timestamp(t) and strings:
+    if strings:
         return StringType()
+    if pa.types.is_null(t):
+        return NullType()  # no type from this file: the others' (see settle)
     if pa.types.is_integer(t):
         return LongType()
     if pa.types.is_floating(t):

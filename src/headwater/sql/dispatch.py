@@ -31,7 +31,7 @@ from headwater.sql import conversion, ddl, dml, maintenance
 from headwater.sql.context import PASS, Context, SqlFn
 from headwater.sql.copy_into import copy_into
 from headwater.sql.cursor import Cursor
-from headwater.sql.json_paths import rewrite_json_paths
+from headwater.sql.json_paths import refused_json_path, rewrite_json_paths
 from headwater.sql.rewrite import drop_views, has_candidates, rewrite
 from headwater.sql.text import SqlError, Statement, offset_at, split
 
@@ -174,8 +174,7 @@ def _with_json_paths(spark: SparkSession, text: str, args: Args, orig: SqlFn) ->
     try:
         return orig(spark, text, args)
     except Exception as e:
-        # Spark 4.3 raises the condition; 4.2 an INTERNAL_ERROR that names it.
-        if "COLUMN_IS_NOT_VARIANT_TYPE" not in str(e):
+        if not refused_json_path(e):
             raise
         fixed = rewrite_json_paths(text)
         if fixed == text:

@@ -60,6 +60,19 @@ class _Path:
     key: str | None  # the last key, which names it
 
 
+def refused_json_path(error: BaseException) -> bool:
+    """Spark refused ``:`` on a column that is not VARIANT (4.3 raises the condition; 4.2 an
+    INTERNAL_ERROR that names it): the cue to retry with the paths rewritten."""
+    return "COLUMN_IS_NOT_VARIANT_TYPE" in str(error)
+
+
+def rewrite_select_item(item: str) -> str:
+    """One item of a select list, as ``selectExpr`` takes it, with its paths rewritten (a
+    whole path named by its last key, as in a ``SELECT``)."""
+    prefix = "SELECT "
+    return rewrite_json_paths(prefix + item)[len(prefix) :]
+
+
 def rewrite_json_paths(text: str) -> str:
     """``text`` with every ``name:path`` replaced by ``get_json_object(name, '$.path')``,
     a whole select item aliased as its last key."""

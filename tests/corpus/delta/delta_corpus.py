@@ -32,10 +32,10 @@ def canon(value):
         return value.normalize()
     if isinstance(value, dict):
         return tuple(sorted(((k, canon(v)) for k, v in value.items()), key=lambda kv: kv[0]))
+    if hasattr(value, "asDict"):  # a Spark struct (a tuple too): as delta-rs gives it, a dict
+        return canon(value.asDict(recursive=True))
     if isinstance(value, list | tuple):
         return tuple(canon(v) for v in value)
-    if hasattr(value, "asDict"):  # a Spark struct: as delta-rs gives it, a dict
-        return canon(value.asDict(recursive=True))
     return value
 
 

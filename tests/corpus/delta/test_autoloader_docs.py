@@ -183,11 +183,6 @@ NESTED = [
 LATER = {"id": 4, "price": 1.25, "ok": None, "nothing": None, "tags": None}  # ok: NULL throughout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="col:path on a JSON string works in spark.sql text but not in "
-    "DataFrame.selectExpr (Spark's ':' needs VARIANT)",
-)
 def test_transform_nested_json(spark, tmp_path):
     """patterns, "Transform nested JSON data": ``selectExpr`` with ``tags:page.name``,
     ``tags:page.id::int`` and ``tags:eventType`` on the inferred string column."""
@@ -218,12 +213,6 @@ def test_transform_nested_json(spark, tmp_path):
     assert bag(got) == bag(want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="JSON inference keeps struct fields in file order (Spark sorts them by name), "
-    "and a column NULL in every row of one file becomes string (Spark keeps the other "
-    "files' type)",
-)
 def test_infer_nested_json(spark, tmp_path):
     """patterns, "Infer nested JSON data": ``cloudFiles.inferColumnTypes``: numbers,
     booleans and nested structs typed, an int column widened by a later double, a column
