@@ -28,8 +28,6 @@ from pipeline_corpus import (
 )
 from pipeline_sources import SOURCES
 
-from headwater.errors import PipelineDefinitionError
-
 VOLUME = "/Volumes/main__build/dbdemos_dlt_loan/raw_data"
 VOLUME_EDIT = Edit(VOLUME, "{landing}", "the demo's volume: the landing folder", count=4)
 TREATMENTS = {
@@ -237,26 +235,22 @@ def run_loans(tmp_path, spark, key: str, python: bool) -> None:
         assert_rows(pipeline.rows(table), expected[table])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="comparing text that is no date with a date fails the flow (CAST_INVALID_INPUT: ANSI on); "
-    "the known platform's runtime (spark.sql.ansi.enabled=false) gives NULL",
+ANSI = (
+    "comparing text that is no date with a date fails the flow (CAST_INVALID_INPUT: ANSI on); "
+    "the runtime the demo was written for (spark.sql.ansi.enabled=false) gives NULL"
 )
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ANSI)
 def test_loans_python(tmp_path, spark):
     run_loans(tmp_path, spark, "loans_python", python=True)
 
 
-NOTEBOOK_CELLS = (
-    "a SQL notebook's cells (split by '-- COMMAND ----------', no ';') are read as one statement"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=PipelineDefinitionError, reason=NOTEBOOK_CELLS)
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ANSI)
 def test_loans_sql(tmp_path, spark):
     run_loans(tmp_path, spark, "loans_sql", python=False)
 
 
-@pytest.mark.xfail(strict=True, raises=PipelineDefinitionError, reason=NOTEBOOK_CELLS)
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ANSI)
 def test_loans_sql_legacy(tmp_path, spark):
     run_loans(tmp_path, spark, "loans_sql_legacy", python=False)
