@@ -74,3 +74,12 @@ def test_a_window_call_does_not_end_the_select_list():
     assert rewrite_json_paths(text) == (
         "SELECT window(ts, '1 hour'), get_json_object(d, '$.a') AS `a` FROM t"
     )
+
+
+def test_a_colon_before_a_subscript_anywhere_in_the_path():
+    text = "variant_explode(parse_json(e.details:flow_progress:data_quality:expectations:[ * ]))"
+    assert rewrite_json_paths(text) == (
+        "variant_explode(parse_json(get_json_object(e.details, "
+        "'$.flow_progress.data_quality.expectations[*]')))"
+    )
+    assert rewrite_json_paths("d:a:['k x']:[0]") == "get_json_object(d, '$.a[\\'k x\\'][0]')"
