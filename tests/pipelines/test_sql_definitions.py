@@ -173,15 +173,6 @@ def test_insert_into_once_makes_a_once_flow():
     assert [(f.target, f.once) for f in parsed.flows] == [("target", True), ("target", True)]
 
 
-def test_a_flow_without_by_name_is_refused_with_the_fix():
-    error = fails(
-        "CREATE STREAMING TABLE t;\nCREATE FLOW f AS\nINSERT INTO t SELECT * FROM s",
-        "PIPELINE_SQL_PARSE_ERROR",
-        3,
-    )
-    assert "BY NAME" in str(error)
-
-
 def test_auto_cdc_reads_every_clause():
     parsed = parse(
         """
@@ -435,7 +426,7 @@ def test_read_files_options_are_extracted_with_the_format_apart():
     )
 
 
-def test_cloud_files_takes_a_format_and_an_options_map():
+def test_cloud_files_takes_a_format_and_an_options_map_and_always_streams():
     query = parse_query(
         "SELECT * FROM STREAM(cloud_files('/in', 'csv', map('header', 'true', 'sep', ';'))) AS f "
         "UNION ALL SELECT * FROM cloud_files('/old', 'parquet')",
@@ -443,7 +434,7 @@ def test_cloud_files_takes_a_format_and_an_options_map():
     )
     assert query.file_sources == (
         FileSource("cloud_files", "/in", "csv", (("header", "true"), ("sep", ";")), True),
-        FileSource("cloud_files", "/old", "parquet", (), False),
+        FileSource("cloud_files", "/old", "parquet", (), True),
     )
 
 
@@ -565,7 +556,7 @@ UNDEFINED = "PIPELINE_UNDEFINED_PARAMETER"
 MALFORMED = [  # (text, error class, line at fault)
     ("CREATE STREAMING TABLE t\nCOMMENT 'a'\nCOMMENT 'b'", PARSE, 3),
     ("CREATE MATERIALIZED VIEW m COMMENT 'no query'", PARSE, 1),
-    ("\nSET spark.sql.shuffle.partitions", PARSE, 2),
+    ("\nSET spark.sql.shuffle.partitions 8", PARSE, 2),
     ("CREATE TEMPORARY VIEW v\nPARTITIONED BY (a) AS SELECT 1 AS a", CLAUSE, 2),
     ("CREATE STREAMING TABLE t (\n CONSTRAINT c EXPECT (x > ) ON VIOLATION DROP ROW)", PARSE, 2),
     ("CREATE STREAMING TABLE t (\n id INT,\n CONSTRAINT pk PRIMARY KEY (id))", CLAUSE, 3),

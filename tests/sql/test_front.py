@@ -123,3 +123,13 @@ def test_non_delta_targets_are_refused_and_untouched(spark, tmp_path):
     assert sorted(os.listdir(plain)) == listing
     with pytest.raises(SqlError, match="already exists in Spark's catalog"):
         spark.sql("CREATE TABLE sqlf.pq (a INT) USING DELTA")
+
+
+def test_a_subscript_after_a_colon_runs_as_a_json_path_and_other_syntax_errors_stay(spark):
+    # d:a:[*] (the event log demos' form) is not in Spark's grammar: run as a JSON path.
+    row = spark.sql(
+        """SELECT d:a:[*] AS xs, d:a:[0]:n AS first FROM VALUES ('{"a": [{"n": 1}, {"n": 2}]}') AS t(d)"""
+    ).first()
+    assert (row.xs, row.first) == ('[{"n":1},{"n":2}]', "1")
+    with pytest.raises(ParseException, match="PARSE_SYNTAX_ERROR"):
+        spark.sql("SELECT d:a:[0] FROM VALUES ('{}') AS t(d) WHERE")

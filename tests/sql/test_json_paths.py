@@ -92,3 +92,12 @@ def test_a_select_expr_item_is_a_whole_select_item():
     )
     assert rewrite_select_item("*") == "*"
     assert rewrite_select_item("x::int") == "x::int"
+
+
+def test_a_colon_before_a_subscript_anywhere_in_the_path():
+    text = "variant_explode(parse_json(e.details:flow_progress:data_quality:expectations:[ * ]))"
+    assert rewrite_json_paths(text) == (
+        "variant_explode(parse_json(get_json_object(e.details, "
+        "'$.flow_progress.data_quality.expectations[*]')))"
+    )
+    assert rewrite_json_paths("d:a:['k x']:[0]") == "get_json_object(d, '$.a[\\'k x\\'][0]')"

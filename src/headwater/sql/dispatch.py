@@ -165,8 +165,9 @@ def _passthrough(ctx: Context, raw: bool) -> DataFrame:
 
 
 def _spark(ctx: Context, text: str) -> DataFrame:
-    """Spark runs ``text``; refused for ``:`` paths on a string column, it runs them as
-    ``get_json_object`` (:mod:`headwater.sql.json_paths`)."""
+    """Spark runs ``text``; refused for ``:`` paths on a string column (or for a path
+    Spark's grammar lacks, ``a:b:[*]``), it runs them as ``get_json_object``
+    (:mod:`headwater.sql.json_paths`)."""
     return _with_json_paths(ctx.spark, text, ctx.args, ctx.orig_sql)
 
 
@@ -174,12 +175,18 @@ def _with_json_paths(spark: SparkSession, text: str, args: Args, orig: SqlFn) ->
     try:
         return orig(spark, text, args)
     except Exception as e:
-        if not refused_json_path(e):
+        not_variant = refused_json_path(e)
+        if not not_variant and "PARSE_SYNTAX_ERROR" not in str(e):
             raise
         fixed = rewrite_json_paths(text)
         if fixed == text:
             raise
-        return orig(spark, fixed, args)
+        try:
+            return orig(spark, fixed, args)
+        except Exception:
+            if not_variant:
+                raise
+            raise e from None  # the syntax error was not the paths': Spark's own words
 
 
 def _defines_view(stmt: Statement) -> bool:

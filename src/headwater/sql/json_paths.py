@@ -147,11 +147,11 @@ def _path(text: str, toks: list[Token], colon: int) -> _Path:
             parts.append("." + after.text)
             key = after.text
             last, i = i + 1, i + 2
-        elif (
+        elif (  # d:['k'], or a subscript after a key, a:b:[*] (the event log demos' form)
             step.token_type == TokenType.COLON
-            and i == colon
             and after is not None
             and after.token_type == TokenType.L_BRACKET
+            and _adjacent(step, after)
         ):
             last, i = i, i + 1
         elif (

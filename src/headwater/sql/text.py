@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -114,8 +114,9 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-def split(source: str) -> list[Statement]:
-    """The statements of ``source`` (empty ones skipped), numbered from 1."""
+def split(source: str, breaks: Sequence[int] = ()) -> list[Statement]:
+    """The statements of ``source`` (empty ones skipped), numbered from 1. ``breaks`` are
+    offsets (ascending) that end a statement as a ``;`` does: a notebook's cell boundaries."""
     try:
         tokens = tokenize(source)
     except TokenError as e:
@@ -130,7 +131,14 @@ def split(source: str) -> list[Statement]:
             statements.append(st)
             current.clear()
 
+    pending = iter(breaks)
+    next_break = next(pending, None)
     for tok in tokens:
+        while next_break is not None and next_break <= tok.start:
+            flush()
+            next_break = next(pending, None)
+        while next_break is not None and next_break < tok.end:  # inside a string
+            next_break = next(pending, None)
         if tok.token_type == TokenType.SEMICOLON:
             flush()
         else:

@@ -32,6 +32,10 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 CORPUS_ENV = "HEADWATER_PIPELINE_CORPUS"
+# The pipeline setting of the runtimes the older demos were written for: before the known
+# platform's Runtime 17.0 (its pipelines' default channel runs 17.3 today) ANSI mode was
+# off, so a cast of text that does not fit gave NULL; from 17.0 on it is on, as in Spark 4.
+PRE_ANSI_RUNTIME = {"spark.sql.ansi.enabled": "false"}
 
 
 def corpus_folder() -> Path:

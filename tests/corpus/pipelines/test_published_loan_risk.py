@@ -14,11 +14,16 @@ import re
 import struct
 from decimal import ROUND_HALF_UP, Decimal
 
-import pytest
-from pipeline_corpus import Edit, Pipeline, assert_rows, edited, expectation_counts, project
+from pipeline_corpus import (
+    PRE_ANSI_RUNTIME,
+    Edit,
+    Pipeline,
+    assert_rows,
+    edited,
+    expectation_counts,
+    project,
+)
 from pipeline_sources import SOURCES
-
-from headwater.errors import PipelineDefinitionError
 
 SAMPLE = "/databricks-datasets/samples/lending_club/parquet/"
 PATH_EDIT = Edit(
@@ -178,6 +183,7 @@ def oracle(rows: list[tuple], sql: bool = False) -> dict[str, list[dict]]:
 
 def run_loan_risk(tmp_path, spark, key: str, file: str) -> None:
     pipeline = Pipeline.create(tmp_path, spark, key)
+    pipeline.spec(PRE_ANSI_RUNTIME)
     rows = loans()
     spark.createDataFrame(rows, SCHEMA).coalesce(1).write.parquet(
         str(pipeline.landing / "lending_club" / "parquet")
@@ -206,21 +212,9 @@ def run_loan_risk(tmp_path, spark, key: str, file: str) -> None:
         }
 
 
-ANSI = (
-    "casts that the known platform's runtime (spark.sql.ansi.enabled=false) makes NULL fail the flow: "
-    "CAST('' AS FLOAT) of an emptied emp_length"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=ANSI)
 def test_loan_risk_python(tmp_path, spark):
     run_loan_risk(tmp_path, spark, "loan_risk_python", "Loan Risk.py")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=PipelineDefinitionError,
-    reason="a SQL notebook's cells (split by '-- COMMAND ----------', no ';') are read as one statement",
-)
 def test_loan_risk_sql(tmp_path, spark):
     run_loan_risk(tmp_path, spark, "loan_risk_sql", "Loan Risk.sql")

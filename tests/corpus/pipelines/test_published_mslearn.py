@@ -13,8 +13,7 @@ import csv
 import datetime as dt
 import io
 
-import pytest
-from pipeline_corpus import Edit, Pipeline, assert_rows, edited, project
+from pipeline_corpus import PRE_ANSI_RUNTIME, Edit, Pipeline, assert_rows, edited, project
 from pipeline_sources import SOURCES
 
 COVID_COLUMNS = ("Last_Update", "Country_Region", "Confirmed", "Deaths", "Recovered")
@@ -38,7 +37,7 @@ def covid_oracle(rows: list[dict]) -> dict[str, list[dict]]:
     silver = [
         {
             # TO_DATE('2/7/2021', 'MM/dd/yyyy'): 'MM' wants two digits; without ANSI mode (the
-            # known platform runtime's default) the date that cannot be parsed is NULL.
+            # runtime the exercise was written for: PRE_ANSI_RUNTIME) the date is NULL.
             "Report_Date": parsed(r["Last_Update"]),
             **{c: r[c] for c in ("Country_Region", "Confirmed", "Deaths", "Recovered")},
         }
@@ -62,14 +61,9 @@ def covid_oracle(rows: list[dict]) -> dict[str, list[dict]]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="TO_DATE of text the pattern does not fit fails the flow (CANNOT_PARSE_TIMESTAMP: ANSI on); "
-    "the known platform's runtime (spark.sql.ansi.enabled=false) gives NULL",
-)
 def test_mslearn_covid_pipeline(tmp_path, spark):
     pipeline = Pipeline.create(tmp_path, spark, "mslearn_covid")
+    pipeline.spec(PRE_ANSI_RUNTIME)
     volume = Edit(
         "/Volumes/<catalog name>/default/covid_data_volume/",
         "{landing}/covid_data_volume/",

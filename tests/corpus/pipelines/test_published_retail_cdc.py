@@ -13,7 +13,6 @@ an operation."""
 
 from __future__ import annotations
 
-import pytest
 from pipeline_cdc_oracle import (
     CUSTOMER_COLUMNS,
     customer_events_first,
@@ -22,8 +21,6 @@ from pipeline_cdc_oracle import (
 )
 from pipeline_corpus import Pipeline, assert_rows, expectation_counts, json_lines, rule_counts
 from pipeline_sources import SOURCES
-
-from headwater.errors import PipelineDefinitionError
 
 SILVER = ("address", "email", "id", "firstname", "lastname")
 
@@ -82,11 +79,6 @@ def test_retail_cdc_python(tmp_path, spark):
     run_two_updates(pipeline, "customer_bronze_clean_v")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=PipelineDefinitionError,
-    reason="SET key; (no value: shows a setting) in a SQL source is refused: 'SET needs a key and a value'",
-)
 def test_retail_cdc_sql(tmp_path, spark):
     pipeline = Pipeline.create(tmp_path, spark, "retail_cdc_sql")
     pipeline.spec({"source": str(pipeline.landing)})

@@ -153,11 +153,6 @@ def test_guide_append_flows_python(tmp_path, spark):
     run_two_flows(tmp_path, spark, "guide_flows_python", "customers_us.py")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=PipelineDefinitionError,
-    reason="CREATE FLOW ... AS INSERT INTO t SELECT (no BY NAME), which Spark's parser accepts, is refused",
-)
 def test_guide_append_flows_sql(tmp_path, spark):
     run_two_flows(tmp_path, spark, "guide_flows_sql", "customers_us.sql")
 

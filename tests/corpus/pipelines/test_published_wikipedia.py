@@ -8,11 +8,8 @@ clicks that fails ``valid_count``."""
 
 from __future__ import annotations
 
-import pytest
 from pipeline_corpus import Edit, Pipeline, assert_rows, edited, expectation_counts, json_lines
 from pipeline_sources import SOURCES
-
-from headwater.errors import PipelineDefinitionError
 
 DATASET = "/databricks-datasets/wikipedia-datasets/data-001/clickstream/raw-uncompressed-json/2015_2_clickstream.json"
 DATA_FILE = "clickstream/2015_2_clickstream.json"
@@ -170,11 +167,6 @@ def test_wikipedia_python(tmp_path, spark):
     run_wikipedia(tmp_path, spark, "wikipedia_python", "Wikipedia.py", "top_spark_referrers")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=PipelineDefinitionError,
-    reason="a SQL notebook's cells (split by '-- COMMAND ----------', no ';') are read as one statement",
-)
 def test_wikipedia_sql(tmp_path, spark):
     run_wikipedia(
         tmp_path, spark, "wikipedia_sql", "Wikipedia.sql", "top_spark_referers"

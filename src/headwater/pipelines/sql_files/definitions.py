@@ -66,11 +66,14 @@ ACCEPTED_FORMS = (
     "CREATE [OR REFRESH] [PRIVATE] MATERIALIZED VIEW name [(...)] [clauses] AS query; "
     "CREATE TEMPORARY [STREAMING] [LIVE] VIEW name [(CONSTRAINT ...)] AS query; "
     "CREATE [OR REFRESH] {STREAMING | INCREMENTAL} LIVE TABLE / LIVE TABLE (older names); "
-    "CREATE FLOW name AS INSERT INTO [ONCE] target BY NAME query; "
+    "CREATE FLOW name AS INSERT INTO [ONCE] target [BY NAME] query; "
     "CREATE FLOW name AS AUTO CDC INTO target FROM STREAM(source) KEYS (...) SEQUENCE BY ...; "
-    "APPLY CHANGES INTO target FROM STREAM(source) ...; SET key = value"
+    "APPLY CHANGES INTO target FROM STREAM(source) ...; SET key = value; SET key"
 )
 PLACEHOLDER = re.compile(r"(\$?)\$\{([^{}]*)\}")
+# A SQL notebook exported as a file: its cells are split by this line, and a cell's last
+# statement needs no ';' (the header and '-- MAGIC' markdown lines are comments).
+CELL_BREAK = re.compile(r"^-- COMMAND -{10}[ \t]*\r?$", re.MULTILINE)
 KINDS: tuple[tuple[tuple[str, ...], DatasetKind], ...] = (
     (("STREAMING", "LIVE", "TABLE"), "streaming_table"),
     (("STREAMING", "LIVE", "VIEW"), "temporary_view"),
@@ -113,7 +116,7 @@ class SqlDataset:
 
 @dataclass(frozen=True, eq=False)
 class SqlFlow:
-    """``CREATE FLOW name AS INSERT INTO [ONCE] target BY NAME query``."""
+    """``CREATE FLOW name AS INSERT INTO [ONCE] target [BY NAME] query`` (appends by name)."""
 
     name: str
     target: str
@@ -155,7 +158,7 @@ def parse_sql_file(text: str, file: str, configuration: Mapping[str, str]) -> Sq
     values = dict(configuration)
     result = SqlDefinitions()
     try:
-        statements = split(text)
+        statements = split(text, [m.start() for m in CELL_BREAK.finditer(text)])
     except SqlError as e:
         raise definition_error(PARSE_ERROR, e.reason, file, text, error_offset(text, e)) from None
     for raw in statements:
@@ -172,9 +175,9 @@ def parse_sql_file(text: str, file: str, configuration: Mapping[str, str]) -> Sq
         origin = Origin(file, line_col(text, raw.start)[0])
         statement_text = source[tokens[0].start : tokens[-1].end + 1]
         if cursor.accept("SET"):
-            key, value = set_value(cursor)
-            result.conf[key] = value
-            values[key] = value
+            setting = set_value(cursor)
+            if setting is not None:
+                result.conf[setting[0]] = values[setting[0]] = setting[1]
         elif cursor.at("CREATE"):
             item = parse_create(cursor, origin, statement_text)
             if isinstance(item, SqlDataset):
@@ -248,15 +251,19 @@ def first_words(tokens: list[Token], n: int) -> list[Token]:
     return tokens[:taken]
 
 
-def set_value(cursor: DefinitionCursor) -> tuple[str, str]:
-    """``SET key = value``: the value is the rest of the statement, unquoted."""
-    if cursor.at_end():
-        raise cursor.error("SET needs a key and a value: SET key = value.")
-    body = cursor.source[cursor.offset() : cursor.end]
+def set_value(cursor: DefinitionCursor) -> tuple[str, str] | None:
+    """``SET key = value``: the value is the rest of the statement, unquoted. ``SET key``,
+    ``SET`` and ``SET -v`` only show settings in Spark SQL: in a pipeline they set nothing
+    (None), as on the known platform, whose notebooks write ``SET key;`` to show one."""
+    body = cursor.source[cursor.offset() : cursor.end] if not cursor.at_end() else ""
     key, eq, value = body.partition("=")
     key, value = key.strip().strip("`"), value.strip()
+    if not eq and len(key.split()) <= 1:
+        return None
     if not eq or not key:
-        raise cursor.error("SET needs a key and a value: SET key = value.")
+        raise cursor.error(
+            "SET is written SET key = value (or SET key, which only shows the setting)."
+        )
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         value = value[1:-1]
     return key, value
@@ -452,7 +459,7 @@ def literal(cursor: DefinitionCursor, tokens: list[Token]) -> str:
 
 
 def parse_flow(cursor: DefinitionCursor, origin: Origin, text: str) -> SqlFlow | SqlAutoCdc:
-    """``FLOW name [COMMENT '...'] AS {INSERT INTO [ONCE] t BY NAME query | AUTO CDC ...}``."""
+    """``FLOW name [COMMENT '...'] AS {INSERT INTO [ONCE] t [BY NAME] query | AUTO CDC ...}``."""
     name = cursor.name("the name of the flow")
     comment = cursor.string("the comment") if cursor.accept("COMMENT") else None
     cursor.expect("AS")
@@ -466,13 +473,13 @@ def parse_flow(cursor: DefinitionCursor, origin: Origin, text: str) -> SqlFlow |
     cursor.expect("INTO")
     once = (cursor.at("ONCE") and not cursor.at("ONCE", "BY") and cursor.accept("ONCE")) or once
     target = cursor.name("the target of the flow")
-    if not cursor.accept("BY", "NAME"):
-        raise cursor.error(
-            f"A flow inserts BY NAME: write INSERT INTO {target.text} BY NAME SELECT ... "
-            f"(columns are matched by name, not by position); found {cursor.found()}."
-        )
+    # BY NAME is what the platform's reference writes; its earlier examples and Spark's
+    # guide leave it out. Either way a flow appends by name, as every flow does.
+    by_name = cursor.accept("BY", "NAME")
     if cursor.at_end():
-        raise cursor.error("Expected the flow's query after BY NAME.")
+        raise cursor.error(
+            f"Expected the flow's query after {'BY NAME' if by_name else target.text}."
+        )
     query = query_from_tokens(cursor.source, cursor.remaining(), cursor.file)
     return SqlFlow(name.text, target.text, query, origin, text, once, comment)
 

@@ -66,7 +66,9 @@ class FileSource:
     """A ``read_files(path, format => 'json', k => 'v')`` or ``cloud_files(path, 'json',
     map('k', 'v'))`` read. ``options`` are (name, value) pairs as the user wrote them
     (numbers and booleans as their text), ``format`` pulled out of them; ``streaming`` when
-    under ``STREAM`` (Auto Loader), else a batch read. Hashable: it keys ``render``."""
+    under ``STREAM`` (Auto Loader), else a batch read. ``cloud_files`` always streams: it
+    is Auto Loader's older name, written without ``STREAM`` in a streaming live table.
+    Hashable: it keys ``render``."""
 
     function: str
     path: str
@@ -338,7 +340,7 @@ def file_source(call: exp.Anonymous, streaming: bool) -> FileSource:
                 fmt = value
             else:
                 options.append((key, value if value is not None else arg.expression.sql()))
-    return FileSource(function, path, fmt, tuple(options), streaming)
+    return FileSource(function, path, fmt, tuple(options), streaming or function == "cloud_files")
 
 
 def kafka_read(call: exp.Anonymous, streaming: bool) -> KafkaSource:
