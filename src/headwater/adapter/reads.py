@@ -46,6 +46,11 @@ def reader_load(original: Method) -> Method:
         _pop_path(opts)
         if not path:
             raise OptionError("Reading format('delta') needs a path: .load('/path/to/table').")
+        resolver = resolution.current()
+        if resolver is not None and not opts and "`" not in path:  # asked as its SQL name
+            resolved = resolver.table(f"delta.`{path}`", False, {})
+            if resolved is not None:
+                return resolved
         return api.for_path(self._spark, path).read(options=opts)
 
     return load
