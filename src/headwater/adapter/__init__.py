@@ -163,11 +163,12 @@ _ALIAS = (DataStreamWriter, "table")
 
 # The terminal calls that route Delta tables to headwater's engine: on a delta-spark session
 # they stay PySpark's (delta-spark serves them); the rest (what builders were told, the
-# pipelines' reads, cloudFiles' options, spark.sql) serve both engines.
+# pipelines' reads, cloudFiles' options, spark.sql) serve both engines. (``load`` serves
+# both: a pipeline's reads by path are its resolver's; the rest, on delta-spark,
+# delta-spark's.)
 DELTA_ROUTING = frozenset(
     f"{cls.__name__}.{name}"
     for cls, names in (
-        (DataFrameReader, ("load",)),
         (DataFrameWriter, ("save", "saveAsTable", "insertInto")),
         (DataFrame, ("writeTo",)),
         (DataFrameWriterV2, ("append", "overwrite", "overwritePartitions", "create")),
