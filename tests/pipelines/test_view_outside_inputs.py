@@ -8,7 +8,13 @@ pipelines, real Delta tables; after every update each view equals its query reco
 from __future__ import annotations
 
 import view_checks
+from pyspark.sql.types import StructType
 from view_checks import techniques, version
+
+from headwater.catalog.names import delta_path
+from headwater.pipelines.define.elements import Dataset, Flow, Origin
+from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
+from headwater.pipelines.graph.reads import Names, outside_key
 
 VIEWS = """
 from pyspark import pipelines as dp
@@ -138,3 +144,31 @@ def test_a_table_read_by_path_without_a_change_feed_is_an_input_with_versions(pr
     for view in ("totals", "regions"):
         assert changed[view]["chosen"] == "GROUP_AGGREGATE", changed[view]
         assert "the files its commits removed and added have them" in changed[view]["reason"]
+
+
+def test_outside_inputs_are_keyed_by_location_and_found_through_temporary_views():
+    """(No Spark.) An outside table's key opens it by path and equals no dataset's key;
+    a view's outside inputs include those its temporary views read."""
+    for location in ("/tmp/a.b/Orders", "file:/tmp/x y/orders", "s3://bucket/t"):
+        assert delta_path(outside_key(location)) == location
+    here = Origin("p.py")
+
+    def dataset(name: str, kind) -> Dataset:
+        return Dataset(name, kind, here)
+
+    def flow(target: str, inputs: tuple[str, ...], outside: tuple[str, ...]) -> AnalysedFlow:
+        return AnalysedFlow(
+            Flow(target, target, lambda: None, here), f"db.{target}", inputs, False,
+            StructType(), outside,
+        )  # fmt: skip
+
+    kinds = {"raw": "streaming_table", "recent": "temporary_view", "mv": "materialized_view"}
+    flows = {
+        "raw": flow("raw", (), ()),
+        "recent": flow("recent", ("db.raw",), (outside_key("/s/orders"),)),
+        "mv": flow("mv", ("db.recent",), (outside_key("/s/regions"),)),
+    }
+    graph = Graph(Names("db"), {f"db.{n}": dataset(n, k) for n, k in kinds.items()}, flows)
+    assert graph.upstream(flows["mv"]) == {"db.raw"}
+    assert graph.outside(flows["mv"]) == {outside_key("/s/orders"), outside_key("/s/regions")}
+    assert graph.outside(flows["raw"]) == set()
