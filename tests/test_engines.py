@@ -33,6 +33,7 @@ def test_delta_routing_names_only_patched_methods():
     # what pipelines and cloudFiles need stays hooked on delta-spark
     kept = keys - adapter.DELTA_ROUTING
     assert {"SparkSession.sql", "DataFrameReader.table", "DataStreamReader.load"} <= kept
+    assert "DataFrameReader.load" in kept  # (a pipeline's reads by path)
 
 
 def test_delta_spark_jars_come_from_the_cache_when_it_has_them(tmp_path, monkeypatch):

@@ -184,12 +184,13 @@ _ALIAS = (DataStreamWriter, "table")
 
 # The terminal calls that route Delta tables to headwater's engine: on a delta-spark session
 # they stay PySpark's (delta-spark serves them; start and toTable bind cloudFiles' file
-# state to the checkpoint first, on both engines: Patch.unrouted); the rest (what builders were told, the
-# pipelines' reads, cloudFiles' options, spark.sql) serve both engines.
+# state to the checkpoint first, on both engines: Patch.unrouted); the rest (what builders
+# were told, the pipelines' reads, cloudFiles' options, spark.sql) serve both engines.
+# (``load`` serves both: a pipeline's reads by path are its resolver's; the rest, on
+# delta-spark, delta-spark's.)
 DELTA_ROUTING = frozenset(
     f"{cls.__name__}.{name}"
     for cls, names in (
-        (DataFrameReader, ("load",)),
         (DataFrameWriter, ("save", "saveAsTable", "insertInto")),
         (DataFrame, ("writeTo",)),
         (DataFrameWriterV2, ("append", "overwrite", "overwritePartitions", "create")),

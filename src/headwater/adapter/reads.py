@@ -2,7 +2,9 @@
 ``cloudFiles`` source.
 
 Delta batch reads go to :mod:`headwater.api` (Spark's native Parquet scan of the
-snapshot's files); a name that is not a headwater table reaches Spark unchanged. Options of
+snapshot's files; on a delta-spark session, delta-spark's own reads), but a pipeline's
+reads, by name or by path, are its resolver's first (:mod:`.resolution`); a name that is
+not a headwater table reaches Spark unchanged. Options of
 ``cloudFiles`` and of streaming ``delta`` reads are checked here, where the names are still
 spelled as the user typed them, before Spark plans the Python source. A ``cloudFiles`` read
 has Spark's hidden ``_metadata`` column (:mod:`headwater.autoloader.metadata_plan`).
@@ -37,13 +39,22 @@ def reader_load(original: Method) -> Method:
         delta = state.is_format("delta", format, engines.delta_by_default(self._spark))
         if not delta or isinstance(path, (list, tuple)):
             return original(self, path, format, schema, **options)
+        opts = state.merged(options)
+        found = path or _pop_path(opts)
+        _pop_path(opts)
+        resolver = resolution.current()
+        plain = found and not opts and schema is None and state.schema is None
+        if resolver is not None and plain and "`" not in found:  # asked by its SQL name
+            resolved = resolver.table(f"delta.`{found}`", False, {})
+            if resolved is not None:
+                return resolved
+        if engines.of(self._spark) == engines.DELTA_SPARK:  # delta-spark serves the rest
+            return original(self, path, format, schema, **options)
+        path = found
         if schema is not None or state.schema is not None:
             raise OptionError(
                 "A Delta table has its own schema; do not call .schema() when reading format('delta')."
             )
-        opts = state.merged(options)
-        path = path or _pop_path(opts)
-        _pop_path(opts)
         if not path:
             raise OptionError("Reading format('delta') needs a path: .load('/path/to/table').")
         return api.for_path(self._spark, path).read(options=opts)

@@ -24,7 +24,8 @@ class ReadResolver(Protocol):
         self, name: str, streaming: bool, options: Mapping[str, str] | None = None
     ) -> DataFrame | None:
         """The rows of ``name`` (read with the reader's ``options``, such as
-        ``skipChangeCommits``), or None to let the read go on as usual."""
+        ``skipChangeCommits``), or None to let the read go on as usual. A batch read of a
+        Delta table by path without options is asked by its SQL name, ``delta.`path```."""
 
     def sql(self, text: str) -> DataFrame | None:
         """The result of the query ``text``, or None to let Spark run it as usual."""

@@ -21,7 +21,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from headwater import storage
+from headwater import api, storage
 from headwater.adapter.resolution import resolving
 from headwater.errors import HeadwaterError, PipelineDefinitionError
 from headwater.pipelines.cdc.snapshots import snapshot_schema
@@ -39,7 +39,8 @@ from headwater.pipelines.graph.reads import Names, PipelineReads
 @dataclass(frozen=True)
 class AnalysedQuery:
     """A batch flow's query as analysed, over the stand-ins of the stored datasets it reads
-    (``reads``, by key). Kept only where its plan is the one the real tables give but for
+    and the reads of the Delta tables outside the pipeline it reads (as they were:
+    ``reads``, by key). Kept only where its plan is the one the real tables give but for
     those leaves: it reads stored datasets alone (no temporary view, whose expectations
     the run adds), with no read options, and sets no Spark conf of its own. A materialized
     view's refresh plans on it (each stand-in is its own RDD, so Spark's ``sameResult``
@@ -57,6 +58,9 @@ class AnalysedFlow:
     inputs: tuple[str, ...]  # keys of the datasets it reads (temporary views included)
     streaming: bool
     schema: StructType
+    # Delta tables outside the pipeline it reads in batch, by their location's key
+    # (:func:`.reads.outside_key`): versioned inputs of a materialized view.
+    outside: tuple[str, ...] = ()
     query: AnalysedQuery | None = field(default=None, compare=False, repr=False)
 
 
@@ -74,7 +78,16 @@ class Graph:
 
     def upstream(self, flow: AnalysedFlow) -> set[str]:
         """The stored datasets a flow depends on, looking through temporary views."""
+        return self._through_views(flow)[0]
+
+    def outside(self, flow: AnalysedFlow) -> set[str]:
+        """The Delta tables outside the pipeline a flow reads in batch (by key), looking
+        through temporary views."""
+        return self._through_views(flow)[1]
+
+    def _through_views(self, flow: AnalysedFlow) -> tuple[set[str], set[str]]:
         found: set[str] = set()
+        outside = set(flow.outside)
         todo = list(flow.inputs)
         seen: set[str] = set()
         while todo:
@@ -85,9 +98,10 @@ class Graph:
             if self.datasets[key].kind == "temporary_view":
                 for view_flow in self.flows_into(key):
                     todo.extend(view_flow.inputs)
+                    outside.update(view_flow.outside)
             else:
                 found.add(key)
-        return found
+        return found, outside
 
     def describe(self) -> str:
         """The graph as text: one line per flow, in the order they can run."""
@@ -199,6 +213,10 @@ def analyse(
     def stand_in(
         reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
     ) -> DataFrame:
+        if key not in datasets:  # a Delta table outside the pipeline: its rows as they are
+            found = api.table(spark, key).read()
+            taken.setdefault(key, []).append(found)
+            return found
         origin = reads.origin
         dataset = datasets[key]
         if dataset.kind == "sink":
@@ -266,7 +284,13 @@ def analyse(
             if plain[0] and not df.isStreaming:
                 query = AnalysedQuery(df, {k: tuple(v) for k, v in taken.items()})
             result = AnalysedFlow(
-                flow, key, tuple(k for k, _ in reads.reads), df.isStreaming, schema, query
+                flow,
+                key,
+                tuple(k for k, _ in reads.reads),
+                df.isStreaming,
+                schema,
+                tuple(reads.outside),
+                query,
             )
             _check_flow_kind(datasets, result)
             if datasets[key].kind == "sink" and (datasets[key].format or "").lower() == "kafka":

@@ -6,7 +6,11 @@ turns a name as written (``x``, ``LIVE.x``, ``db.x``) into a dataset of the pipe
 records the read (the graph's edges come from these records, never from users), and asks
 its ``source`` callback for the rows: the graph's analysis answers with empty stand-ins of
 the right schema, the runner with the real tables. Names that are not the pipeline's go
-on to Spark as usual. SQL text is parsed by the pipeline's SQL front, its dataset reads
+on to Spark as usual, but for batch reads of Delta tables (by name, in headwater's catalog
+or Spark's, or by path): those are versioned inputs, keyed by their location
+(:func:`outside_key`, never a dataset's key), recorded in :attr:`PipelineReads.outside`
+and read through ``source`` like a dataset, so a materialized view over them is refreshed
+by their versions as over the pipeline's own tables. SQL text is parsed by the pipeline's SQL front, its dataset reads
 (``STREAM(x)``, ``read_files``/``cloud_files``, ``read_kafka``) become temporary views, and
 Spark runs the rewritten query.
 """
@@ -20,8 +24,9 @@ from dataclasses import dataclass, field
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
+from headwater import api
 from headwater.adapter.resolution import resolving
-from headwater.catalog.names import parse
+from headwater.catalog.names import delta_path, parse
 from headwater.errors import OptionError, PipelineDefinitionError
 from headwater.pipelines.define.elements import Origin
 from headwater.pipelines.graph.kafka import read_kafka
@@ -57,10 +62,18 @@ class Names:
 Source = Callable[["PipelineReads", str, bool, Mapping[str, str]], DataFrame]
 
 
+def outside_key(location: str) -> str:
+    """The key of a Delta table outside the pipeline read as an input: its location as a
+    ``delta.`/path``` name, which :func:`headwater.api.table` opens on either engine and
+    no dataset's key (``database.table``) can equal."""
+    return f"delta.`{location}`"
+
+
 @dataclass
 class PipelineReads:
     """One evaluation's reads. ``source(reads, key, streaming)`` gives the rows of a
-    dataset; ``schema_root(i)`` the state folder of the i-th Auto Loader source."""
+    dataset, or of a Delta table outside the pipeline by its :func:`outside_key`;
+    ``schema_root(i)`` the state folder of the i-th Auto Loader source."""
 
     spark: SparkSession
     names: Names
@@ -70,12 +83,15 @@ class PipelineReads:
     schema_root: Callable[[int], str | None]
     file_column: str | None = None  # headwater.fileMetadataColumn for Auto Loader reads
     reads: list[tuple[str, bool]] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)  # Delta tables outside, by outside_key
     views: list[str] = field(default_factory=list)
     sources_seen: int = 0
 
     def table(
         self, name: str, streaming: bool, options: Mapping[str, str] | None = None
     ) -> DataFrame | None:
+        if delta_path(name) is not None:  # delta.`/path`: never a dataset
+            return self.outside_read(name, streaming, options or {})
         key = self.names.key(name)
         if key not in self.datasets:
             if name.strip().lower().startswith("live."):
@@ -86,28 +102,47 @@ class PipelineReads:
                     self.origin.file,
                     self.origin.line,
                 )
-            return self.outside_in_database(name, key, streaming, options or {})
+            in_database = self.in_database(name, key)
+            return self.outside_read(
+                key if in_database else name, streaming, options or {}, in_database
+            )
         if (key, streaming) not in self.reads:
             self.reads.append((key, streaming))
         return self.source(self, key, streaming, options or {})
 
-    def outside_in_database(
-        self, name: str, key: str, streaming: bool, options: Mapping[str, str]
-    ) -> DataFrame | None:
-        """A table outside the pipeline named without a database (``key`` is then the
-        name in the pipeline's database): read from there when the pipeline's database
-        has it, as Spark resolves names against the spec's database; else None (the read
-        goes on to Spark, which looks in the session's current database)."""
+    def in_database(self, name: str, key: str) -> bool:
+        """Whether ``name``, a table outside the pipeline written without a database, is
+        one of the pipeline's database (``key``: the name there): read from there, as Spark
+        resolves names against the spec's database; else the name goes on to Spark, which
+        looks in the session's current database."""
         if not self.names.database or "." in name.strip().replace("`.`", "."):
-            return None
+            return False
         with resolving(None):
             try:
-                if not self.spark.catalog.tableExists(key):
-                    return None
+                return bool(self.spark.catalog.tableExists(key))
             except PySparkException:  # a name Spark's parser does not take as written
-                return None
+                return False
+
+    def outside_read(
+        self, name: str, streaming: bool, options: Mapping[str, str], in_database: bool = False
+    ) -> DataFrame | None:
+        """A table outside the pipeline. A batch read without options (no time travel, no
+        change feed) of a Delta table is an input with versions: recorded by its
+        :func:`outside_key` and its rows asked of ``source``. Any other read is Spark's
+        (None), but a name found in the pipeline's database (``in_database``) is read
+        from there."""
+        if not streaming and not options:
+            found = api.find(self.spark, name)
+            if found is not None and found.exists():
+                key = outside_key(found.location)
+                if key not in self.outside:
+                    self.outside.append(key)
+                return self.source(self, key, False, {})
+        if not in_database:
+            return None
+        with resolving(None):
             reader = self.spark.readStream if streaming else self.spark.read
-            return reader.options(**dict(options)).table(key)
+            return reader.options(**dict(options)).table(name)
 
     def schema_location(self) -> str | None:
         location = self.schema_root(self.sources_seen)

@@ -364,15 +364,15 @@ class FlowExecutor:
         pins: Mapping[str, int | None] | None = None,
         appended: Mapping[str, DataFrame] | None = None,
     ) -> PipelineReads:
-        """The flow's reads of the pipeline's datasets (``frames`` collects the stored
-        ones by key; ``pins``: read those at these versions, unless the flow time-travels
+        """The flow's reads of the pipeline's datasets and of Delta tables outside it
+        (``frames`` collects the stored ones by key; ``pins``: read those at these versions, unless the flow time-travels
         itself; ``appended``: read only these rows of those inputs)."""
 
         def source(
             reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
         ) -> DataFrame:
-            dataset = graph.datasets[key]
-            if dataset.kind == "temporary_view":
+            dataset = graph.datasets.get(key)  # (None: a Delta table outside the pipeline)
+            if dataset is not None and dataset.kind == "temporary_view":
                 df = evaluate(graph.flows_into(key)[0].flow, reads)
                 if not dataset.expectations:
                     return df

@@ -38,10 +38,12 @@ REWRITE_UP_TO = "headwater.pipelines.groupAggregate.rewriteUpToBytes"
 
 
 def input_versions(spark: SparkSession, graph: Graph, af: AnalysedFlow) -> dict[str, int | None]:
-    """Each stored input's latest version, read before the query is: a commit that lands
-    after this and is read anyway only makes the next refresh recompute (never miss it)."""
+    """Each stored input's latest version — the pipeline's datasets and the Delta tables
+    outside it that the flow reads (by location) — read before the query is: a commit that
+    lands after this and is read anyway only makes the next refresh recompute (never miss
+    it)."""
     found: dict[str, int | None] = {}
-    for key in sorted(graph.upstream(af)):
+    for key in sorted(graph.upstream(af) | graph.outside(af)):
         table = api.table(spark, key)
         found[key] = view_inputs.latest_version(table.location) if table.exists() else None
     return found

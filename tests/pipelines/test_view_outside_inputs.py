@@ -1,0 +1,174 @@
+"""Materialized views over Delta tables the pipeline does not own (written by other jobs,
+read by name with ``spark.read.table``/``spark.table``/SQL ``FROM``): each is an input
+with versions, as the pipeline's own tables are. An update where it did not change
+commits nothing to the views (no-op); rows appended to it are appended or merged into
+the views' groups; its updates and deletes are taken back from their groups. Real
+pipelines, real Delta tables; after every update each view equals its query recomputed."""
+
+from __future__ import annotations
+
+import view_checks
+from pyspark.sql.types import StructType
+from view_checks import techniques, version
+
+from headwater.catalog.names import delta_path
+from headwater.pipelines.define.elements import Dataset, Flow, Origin
+from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
+from headwater.pipelines.graph.reads import Names, outside_key
+
+VIEWS = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+
+@dp.materialized_view
+def totals():
+    return spark.read.table("{src}").groupBy("region").agg(
+        F.sum("amount").alias("total"), F.count("*").alias("n"), F.count("amount").alias("amounts")
+    )
+
+
+@dp.materialized_view
+def large():
+    return spark.table("{src}").where("amount >= 20").select("id", "region")
+"""
+SQL_VIEW = (
+    "CREATE MATERIALIZED VIEW regions AS SELECT region, count(*) AS n FROM {src} GROUP BY region"
+)
+QUERIES = {
+    "totals": "SELECT region, sum(amount) AS total, count(*) AS n, count(amount) AS amounts "
+    "FROM {src} GROUP BY region",
+    "large": "SELECT id, region FROM {src} WHERE amount >= 20",
+    "regions": "SELECT region, count(*) AS n FROM {src} GROUP BY region",
+}
+SCHEMA = "id bigint, amount bigint, region string"
+
+
+def rows(start: int, n: int, region: str = "eu") -> list[tuple]:
+    return [(i, i * 10, region) for i in range(start, start + n)]
+
+
+def outside_table(project, properties: str = "") -> str:
+    """``orders`` in a database of its own, written outside the pipeline."""
+    name = f"{project.database}_src.orders"
+    project.spark.sql(f"CREATE DATABASE IF NOT EXISTS {project.database}_src")
+    project.spark.sql(f"CREATE TABLE {name} ({SCHEMA}) USING delta {properties}")
+    append(project, name, rows(0, 4) + rows(10, 2, region="us"))
+    return name
+
+
+def append(project, name: str, new: list[tuple]) -> None:
+    project.spark.createDataFrame(new, SCHEMA).write.mode("append").saveAsTable(name)
+
+
+def updated(project, src: str) -> dict[str, dict]:
+    """An update of the pipeline: each view's plan, after checking it against its
+    recompute."""
+    result = project.run()
+    assert result.ok, result.failed()
+    for view, query in QUERIES.items():
+        view_checks.same_rows(project, view, query.format(src=src))
+    return techniques(result)
+
+
+def test_a_table_outside_the_pipeline_is_an_input_with_versions(project):
+    src = outside_table(project, "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    project.source("views.py", VIEWS.format(src=src))
+    project.source("regions.sql", SQL_VIEW.format(src=src))
+    first = updated(project, src)
+    assert {p["chosen"] for p in first.values()} == {"FULL_RECOMPUTE"}, first
+    before = {v: version(project, v) for v in QUERIES}
+
+    unchanged = updated(project, src)
+    for view in QUERIES:
+        assert unchanged[view]["chosen"] == "NO_OP", unchanged[view]
+        assert unchanged[view]["reason"] == "no input changed since the last refresh"
+    assert {v: version(project, v) for v in QUERIES} == before  # nothing committed
+
+    append(project, src, rows(20, 3) + rows(30, 1, region="us"))
+    grown = updated(project, src)
+    assert grown["totals"]["chosen"] == "GROUP_AGGREGATE", grown["totals"]
+    assert grown["regions"]["chosen"] == "GROUP_AGGREGATE", grown["regions"]
+    assert grown["large"]["chosen"] == "APPEND", grown["large"]
+    assert "only appended to" in grown["totals"]["reason"]
+
+    project.spark.sql(f"UPDATE {src} SET amount = amount + 5, region = 'us' WHERE id = 21")
+    project.spark.sql(f"DELETE FROM {src} WHERE id IN (1, 30)")
+    changed = updated(project, src)
+    for view in ("totals", "regions"):  # taken back from their groups
+        assert changed[view]["chosen"] == "GROUP_AGGREGATE", changed[view]
+    assert changed["large"]["chosen"] == "FULL_RECOMPUTE", changed["large"]
+    assert "changed (updates)" in changed["large"]["reason"], changed["large"]
+
+
+BY_PATH = """
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+
+@dp.materialized_view
+def totals():
+    return spark.read.format("delta").load("{path}").groupBy("region").agg(
+        F.sum("amount").alias("total"), F.count("*").alias("n"), F.count("amount").alias("amounts")
+    )
+
+
+@dp.materialized_view
+def large():
+    return spark.read.load("{path}", format="delta").where("amount >= 20").select("id", "region")
+"""
+
+
+def test_a_table_read_by_path_without_a_change_feed_is_an_input_with_versions(project):
+    """By path (``load(p)``, SQL's ``delta.`p```), its change feed off: an update or a
+    delete is read back from the files its commit removed and added."""
+    path = str(project.root / "outside" / "orders")
+    project.spark.createDataFrame(rows(0, 4) + rows(10, 2, region="us"), SCHEMA).write.format(
+        "delta"
+    ).save(path)
+    src = f"delta.`{path}`"
+    project.source("views.py", BY_PATH.format(path=path))
+    project.source("regions.sql", SQL_VIEW.format(src=src))
+    assert {p["chosen"] for p in updated(project, src).values()} == {"FULL_RECOMPUTE"}
+
+    unchanged = updated(project, src)
+    assert {p["chosen"] for p in unchanged.values()} == {"NO_OP"}, unchanged
+
+    new = project.spark.createDataFrame(rows(20, 3) + rows(30, 1, region="us"), SCHEMA)
+    new.write.format("delta").mode("append").save(path)
+    grown = updated(project, src)
+    assert [grown[v]["chosen"] for v in QUERIES] == ["GROUP_AGGREGATE", "APPEND", "GROUP_AGGREGATE"]
+
+    project.spark.sql(f"DELETE FROM {src} WHERE id IN (1, 30)")
+    changed = updated(project, src)
+    for view in ("totals", "regions"):
+        assert changed[view]["chosen"] == "GROUP_AGGREGATE", changed[view]
+        assert "the files its commits removed and added have them" in changed[view]["reason"]
+
+
+def test_outside_inputs_are_keyed_by_location_and_found_through_temporary_views():
+    """(No Spark.) An outside table's key opens it by path and equals no dataset's key;
+    a view's outside inputs include those its temporary views read."""
+    for location in ("/tmp/a.b/Orders", "file:/tmp/x y/orders", "s3://bucket/t"):
+        assert delta_path(outside_key(location)) == location
+    here = Origin("p.py")
+
+    def dataset(name: str, kind) -> Dataset:
+        return Dataset(name, kind, here)
+
+    def flow(target: str, inputs: tuple[str, ...], outside: tuple[str, ...]) -> AnalysedFlow:
+        return AnalysedFlow(
+            Flow(target, target, lambda: None, here), f"db.{target}", inputs, False,
+            StructType(), outside,
+        )  # fmt: skip
+
+    kinds = {"raw": "streaming_table", "recent": "temporary_view", "mv": "materialized_view"}
+    flows = {
+        "raw": flow("raw", (), ()),
+        "recent": flow("recent", ("db.raw",), (outside_key("/s/orders"),)),
+        "mv": flow("mv", ("db.recent",), (outside_key("/s/regions"),)),
+    }
+    graph = Graph(Names("db"), {f"db.{n}": dataset(n, k) for n, k in kinds.items()}, flows)
+    assert graph.upstream(flows["mv"]) == {"db.raw"}
+    assert graph.outside(flows["mv"]) == {outside_key("/s/orders"), outside_key("/s/regions")}
+    assert graph.outside(flows["raw"]) == set()
