@@ -102,7 +102,7 @@ case "$TIER" in
   kafka)
     # Spark's Kafka connector is published for Spark's exact version (4.2.0 is the newest
     # served); confluent-kafka makes topics and produces from the tests.
-    PIP_ARGS=(-e ".[test]" "pyspark==4.2.0" "confluent-kafka==2.16.1")
+    PIP_ARGS=(-e ".[test,cdc]" "pyspark==4.2.0" "confluent-kafka==2.16.1")
     JAR_TIERS=(kafka kafka-broker)
     TESTS=(tests/kafka)
     ;;
