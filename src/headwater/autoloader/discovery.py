@@ -66,6 +66,21 @@ def list_after(
     yield from _eligible(root, found, opts, now_ms)
 
 
+def stat_landed(
+    root: str, paths: Iterable[str], opts: CloudFilesOptions, now_ms: int | None = None
+) -> Iterator[Listed]:
+    """The eligible files among local ``paths`` a file event named (one that is gone
+    again, or is no longer a file, is skipped: the state never sees it)."""
+
+    def found() -> Iterator[tuple[str, int, int]]:
+        for path in paths:
+            info = storage.stat(path)
+            if info is not None and info.is_file:
+                yield path, info.size or 0, int((info.mtime_ns or 0) // 1_000_000)
+
+    yield from _eligible(root, found(), opts, now_ms)
+
+
 def _eligible(
     root: str, found: Iterable[tuple[str, int, int]], opts: CloudFilesOptions, now_ms: int | None
 ) -> Iterator[Listed]:
@@ -74,8 +89,9 @@ def _eligible(
     after = parse_time(opts.modified_after, "modifiedAfter") if opts.modified_after else None
     before = parse_time(opts.modified_before, "modifiedBefore") if opts.modified_before else None
     oldest = (now_ms - opts.max_file_age_ms) if (opts.max_file_age_ms and now_ms) else None
+    prefix = root.rstrip("/") + "/"  # listed paths are spelt as the root: no parsing
     for path, size, mtime in found:
-        rel = storage.relative(path, root)
+        rel = path[len(prefix) :] if path.startswith(prefix) else storage.relative(path, root)
         if any(part.startswith(("_", ".")) for part in rel.split("/")):
             continue
         if opts.glob and not fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], opts.glob):

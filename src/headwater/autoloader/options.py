@@ -94,6 +94,9 @@ class CloudFilesOptions:
     # how often a full listing runs anyway (catches files that landed out of name order).
     incremental_listing: str = "auto"
     backfill_interval_ms: int | None = None
+    # cloudFiles.useNotifications: file events on local and mounted folders wake the stream
+    # (headwater.autoloader.notifications); object stores keep listing.
+    use_notifications: bool = False
     clean_source: str = "off"
     clean_retention_ms: int = 30 * 86_400_000
     move_destination: str | None = None
@@ -234,6 +237,9 @@ class CloudFilesOptions:
             incremental_listing=_incremental(o.get("cloudfiles.useincrementallisting")),
             backfill_interval_ms=duration_ms(
                 o.get("cloudfiles.backfillinterval"), "cloudFiles.backfillInterval"
+            ),
+            use_notifications=as_bool(
+                o.get("cloudfiles.usenotifications"), "cloudFiles.useNotifications"
             ),
             clean_source=clean,
             clean_retention_ms=duration_ms(

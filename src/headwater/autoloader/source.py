@@ -36,7 +36,13 @@ from pyspark.sql.types import (
 
 from headwater import formats, storage
 from headwater.autoloader import file_metadata
-from headwater.autoloader.discovery import list_after, list_source, partition_values
+from headwater.autoloader.discovery import (
+    list_after,
+    list_source,
+    partition_values,
+    stat_landed,
+)
+from headwater.autoloader.notifications import SAFETY_LISTING_MS, FileEvents, IdleWait
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.autoloader.schema import (
     SchemaInferenceError,
@@ -194,6 +200,9 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.target: int | None = None
         self._state: FileState | None = None
         self._last_full_listing: int | None = None  # epoch ms; None: none yet in this run
+        self._events: FileEvents | None = None  # cloudFiles.useNotifications, once started
+        self.available_now = False  # Trigger.AvailableNow: one listing, nothing to wait for
+        self._idle = IdleWait()
 
     @property
     def state(self) -> FileState:
@@ -204,7 +213,12 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def __getstate__(self):  # executors get a copy without the SQLite connection
         d = dict(self.__dict__)
         d["_state"] = None
+        d["_events"] = None
         return d
+
+    def stop(self) -> None:
+        if self._events is not None:
+            self._events.stop()
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -222,6 +236,16 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def discover(self) -> int:
         now = int(time.time() * 1000)
+        events = self._watch()
+        if events is not None and not self._listing_due(now):
+            landed, relist = events.take()
+            if not relist:
+                found = stat_landed(self.path, landed, self.opts, now)
+                listed = ((f.path, f.size, f.mtime_ms) for f in found)
+                return self.state.record(listed, self.opts.allow_overwrites)
+        if events is not None:
+            events.take()  # what lands from now on is announced again after this listing
+            self._last_full_listing = None  # a full listing, not one after the last name
         last = self.listing_start(now)
         if last is None:
             found = list_source(self.path, self.opts, now)
@@ -234,6 +258,34 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             how = "full" if last is None else "incremental"
             log.info("cloudFiles %s: discovered %d new file(s) (%s listing)", self.path, added, how)
         return added
+
+    def _watch(self) -> FileEvents | None:
+        """The file events of the landing folder in notification mode (started on first
+        use), None when the stream lists: not asked for, an object store, or no folder."""
+        if not self.opts.use_notifications or self.available_now:
+            return None
+        if self._events is None:
+            if storage.is_remote(self.path):
+                log.info(
+                    "cloudFiles.useNotifications: no file notification service for %s; "
+                    "Auto Loader lists the directory at each trigger instead",
+                    self.path,
+                )
+                self.opts = replace(self.opts, use_notifications=False)
+                return None
+            root = storage.stat(self.path)
+            if root is None or root.is_file:
+                return None  # watched once the folder exists; listed until then
+            self._events = FileEvents(self.path)
+        return self._events if self._events.start() else None
+
+    def _listing_due(self, now: int) -> bool:
+        """A full listing in notification mode: the first of the run, then every
+        ``backfillInterval`` (default one minute), the safety net for missed events."""
+        if self._last_full_listing is None:
+            return True
+        interval = self.opts.backfill_interval_ms or SAFETY_LISTING_MS
+        return now - self._last_full_listing >= interval
 
     def listing_start(self, now: int) -> str | None:
         """The path to list after, or None for a full listing: the first of each run, every
@@ -264,6 +316,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return ReadMaxFiles(self.opts.max_files or 1000)
 
     def prepareForTriggerAvailableNow(self) -> None:
+        self.available_now = True
         self.discover()
         self.target = self.state.max_seq()
 
@@ -272,16 +325,29 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # Spark asks for the next offset only once the batch ending at ``start`` is in
         # the sink; its own commit() call for that batch comes later, or never for the last.
         self._mark_committed(after)
+        started = time.monotonic()
         if self.target is None:
             self.discover()
+        end = self._admit(after, limit)
+        events = self._events if self.target is None else None
+        # Nothing new: wait for a file to land rather than for the next trigger.
+        if end == after and events is not None and events.wait(self._idle.seconds(started)):
+            self.discover()
+            end = self._admit(after, limit)
+        if end == after:
+            self._idle.idle(started)
+        else:
+            self._idle.busy()
+        return self._offset(end)
+
+    def _admit(self, after: int, limit: ReadLimit) -> int:
         unlimited = isinstance(limit, ReadAllAvailable)
-        end = self.state.admit(
+        return self.state.admit(
             after,
             None if unlimited else self.opts.max_files,
             None if unlimited else self.opts.max_bytes,
             upto=self.target,
         )
-        return self._offset(end)
 
     def reportLatestOffset(self) -> dict:
         """Shown as ``latestOffset`` in the query progress: the backlog of the stream."""
