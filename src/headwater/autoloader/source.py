@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 )
 
 from headwater import formats, storage
-from headwater.autoloader import file_metadata
+from headwater.autoloader import file_metadata, small_files
 from headwater.autoloader.discovery import (
     list_after,
     list_source,
@@ -411,6 +411,14 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         target = arrow_schema(self.resolved.full)
         detect = self.opts.evolution_mode in ("addnewcolumns", "failonnewcolumns")
         rescue = self.resolved.rescue
+        if small_files.applies(self.opts.format_options, partition.files):
+            fmt = self.opts.format_options
+            together = small_files.read_together(
+                partition.files, self.resolved.data, fmt, rescue, detect
+            )
+            if together is not None:
+                yield from self._rows_together(*together, partition.files, target)
+                return
         for path, size, mtime in partition.files:
             parts: dict[str, Any] = (
                 dict(partition_values(self.path, path)) if self.resolved.partitions else {}
@@ -451,6 +459,30 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 raise CorruptSourceFileError(
                     f"{e}. Set ignoreCorruptFiles=true to skip corrupt files (they stay in the file state)."
                 ) from e
+
+    def _rows_together(
+        self, table: pa.Table, counts: list[int], files: list, target: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows of many files read at once (:mod:`headwater.autoloader.small_files`)
+        with their per-file columns, as :func:`_with_partitions` adds them file by file."""
+        r = self.resolved
+        arrays: list[pa.Array | pa.ChunkedArray] = []
+        for field in target:
+            if field.name in table.column_names:
+                arrays.append(table.column(field.name))
+            elif field.name == r.metadata:
+                values = pa.array([source_file(*f) for f in files], field.type)
+                arrays.append(small_files.per_row(values, counts))
+            elif field.name == r.hidden:
+                arrays.append(small_files.hidden_metadata(files, counts))
+            elif field.name in r.partitions:
+                found = [partition_values(self.path, f[0]).get(field.name) for f in files]
+                column = small_files.per_row(pa.array(found, pa.string()), counts)
+                arrays.append(column.cast(field.type) if field.type != pa.string() else column)
+            else:
+                arrays.append(pa.nulls(len(table), field.type))
+        rows = pa.Table.from_arrays(arrays, schema=target).combine_chunks()
+        yield from rows.to_batches(max_chunksize=65536)
 
     def _on_new_columns(self, found: formats.NewColumnsFound) -> None:
         names = ", ".join(found.columns)

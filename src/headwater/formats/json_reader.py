@@ -32,7 +32,14 @@ from headwater.formats.errors import CorruptFileError
 from headwater.formats.jsontext import dumps
 from headwater.formats.options import JsonOptions
 
-__all__ = ["arrow_tables", "as_json_lines", "python_rows", "read_json", "strip_comments"]
+__all__ = [
+    "arrow_plan",
+    "arrow_tables",
+    "as_json_lines",
+    "python_rows",
+    "read_json",
+    "strip_comments",
+]
 
 _COMMENTS = re.compile(rb'("(?:[^"\\\n]|\\.)*")|//[^\n]*|/\*.*?\*/')
 _COMMENTS_MULTILINE = re.compile(rb'("(?:[^"\\]|\\.)*")|//[^\n]*|/\*.*?\*/', re.DOTALL)
@@ -101,6 +108,11 @@ def _lossy_ints(field: pa.Field, column: pa.ChunkedArray, plan: dict) -> bool:
         return False
     big = pc.and_(pc.greater_equal(pc.abs(column), 2.0**53), pc.equal(pc.floor(column), column))
     return bool(pc.any(big).as_py())
+
+
+def arrow_plan(conf: Conformer) -> dict:
+    """The first plan of :func:`arrow_tables` for the columns of ``conf``."""
+    return {f.name: _wire(f.type, conf.rules) for f in conf.fields}
 
 
 def arrow_tables(chunk: bytes, plan: dict, conf: Conformer) -> list[pa.Table] | None:
@@ -190,7 +202,7 @@ def python_rows(piece: bytes, first_line: int, conf: Conformer) -> pa.Table:
 def read_json(conf: Conformer, opts: JsonOptions, batch_rows: int) -> Iterator[pa.Table]:
     sep = (opts.line_sep or "\n").encode()
     if not opts.multiline:
-        plan = {f.name: _wire(f.type, conf.rules) for f in conf.fields}
+        plan = arrow_plan(conf)
         chunks = byte_chunks(conf.path, opts.encoding, sep=sep)
         if sep != b"\n":
             chunks = (as_json_lines(chunk, sep) for chunk in chunks)
