@@ -15,6 +15,8 @@ from headwater.catalog.names import delta_path
 from headwater.pipelines.define.elements import Dataset, Flow, Origin
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.graph.reads import Names, outside_key
+from headwater.pipelines.refresh.arrow_refresh import UP_TO_ROWS
+from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 
 VIEWS = """
 from pyspark import pipelines as dp
@@ -53,7 +55,8 @@ def outside_table(project, properties: str = "") -> str:
     name = f"{project.database}_src.orders"
     project.spark.sql(f"CREATE DATABASE IF NOT EXISTS {project.database}_src")
     project.spark.sql(f"CREATE TABLE {name} ({SCHEMA}) USING delta {properties}")
-    append(project, name, rows(0, 4) + rows(10, 2, region="us"))
+    append(project, name, rows(0, 2))  # a file 'large' skips by its stats (amounts < 20)
+    append(project, name, rows(2, 2) + rows(10, 2, region="us"))
     return name
 
 
@@ -61,10 +64,16 @@ def append(project, name: str, new: list[tuple]) -> None:
     project.spark.createDataFrame(new, SCHEMA).write.mode("append").saveAsTable(name)
 
 
-def updated(project, src: str) -> dict[str, dict]:
-    """An update of the pipeline: each view's plan, after checking it against its
-    recompute."""
-    result = project.run()
+def updated(project, src: str, spark: dict[str, str] | None = None) -> dict[str, dict]:
+    """An update of the pipeline (under the session settings ``spark``): each view's plan,
+    after checking it against its recompute."""
+    for key, value in (spark or {}).items():
+        project.spark.conf.set(key, value)
+    try:
+        result = project.run()
+    finally:
+        for key in spark or {}:
+            project.spark.conf.unset(key)
     assert result.ok, result.failed()
     for view, query in QUERIES.items():
         view_checks.same_rows(project, view, query.format(src=src))
@@ -94,9 +103,13 @@ def test_a_table_outside_the_pipeline_is_an_input_with_versions(project):
 
     project.spark.sql(f"UPDATE {src} SET amount = amount + 5, region = 'us' WHERE id = 21")
     project.spark.sql(f"DELETE FROM {src} WHERE id IN (1, 30)")
-    changed = updated(project, src)
+    # in Spark, by MERGE: the query run on the feed's removed and added rows
+    changed = updated(project, src, {UP_TO_ROWS: "0", REWRITE_UP_TO: "0"})
     for view in ("totals", "regions"):  # taken back from their groups
         assert changed[view]["chosen"] == "GROUP_AGGREGATE", changed[view]
+        assert changed[view]["executor"] == "spark", changed[view]
+        assert "change data feed has them" in changed[view]["reason"], changed[view]
+        assert "by a MERGE of the touched groups" in changed[view]["reason"], changed[view]
     assert changed["large"]["chosen"] == "FULL_RECOMPUTE", changed["large"]
     assert "changed (updates)" in changed["large"]["reason"], changed["large"]
 
@@ -123,9 +136,9 @@ def test_a_table_read_by_path_without_a_change_feed_is_an_input_with_versions(pr
     """By path (``load(p)``, SQL's ``delta.`p```), its change feed off: an update or a
     delete is read back from the files its commit removed and added."""
     path = str(project.root / "outside" / "orders")
-    project.spark.createDataFrame(rows(0, 4) + rows(10, 2, region="us"), SCHEMA).write.format(
-        "delta"
-    ).save(path)
+    first = project.spark.createDataFrame(rows(0, 40) + rows(100, 20, region="us"), SCHEMA)
+    # in files of a few rows: a change's files hold fewer rows than a recompute reads
+    first.repartition(12).write.format("delta").save(path)
     src = f"delta.`{path}`"
     project.source("views.py", BY_PATH.format(path=path))
     project.source("regions.sql", SQL_VIEW.format(src=src))
@@ -134,16 +147,23 @@ def test_a_table_read_by_path_without_a_change_feed_is_an_input_with_versions(pr
     unchanged = updated(project, src)
     assert {p["chosen"] for p in unchanged.values()} == {"NO_OP"}, unchanged
 
-    new = project.spark.createDataFrame(rows(20, 3) + rows(30, 1, region="us"), SCHEMA)
+    new = project.spark.createDataFrame(rows(200, 3) + rows(300, 1, region="us"), SCHEMA)
     new.write.format("delta").mode("append").save(path)
     grown = updated(project, src)
     assert [grown[v]["chosen"] for v in QUERIES] == ["GROUP_AGGREGATE", "APPEND", "GROUP_AGGREGATE"]
 
-    project.spark.sql(f"DELETE FROM {src} WHERE id IN (1, 30)")
-    changed = updated(project, src)
+    project.spark.sql(f"DELETE FROM {src} WHERE id IN (1, 300)")
+    project.spark.sql(f"UPDATE {src} SET amount = NULL WHERE id = 22")
+    changed = updated(project, src)  # on the driver (Arrow)
+    again = updated(project, src, {UP_TO_ROWS: "0"})  # nothing changed since
+    assert {p["chosen"] for p in again.values()} == {"NO_OP"}, again
+    project.spark.sql(f"DELETE FROM {src} WHERE id = 30")
+    in_spark = updated(project, src, {UP_TO_ROWS: "0"})  # in Spark: the files read back
     for view in ("totals", "regions"):
-        assert changed[view]["chosen"] == "GROUP_AGGREGATE", changed[view]
-        assert "the files its commits removed and added have them" in changed[view]["reason"]
+        for plan in (changed[view], in_spark[view]):
+            assert plan["chosen"] == "GROUP_AGGREGATE", plan
+            assert "the files its commits removed and added have them" in plan["reason"], plan
+        assert (changed[view]["executor"], in_spark[view]["executor"]) == ("arrow", "spark")
 
 
 def test_outside_inputs_are_keyed_by_location_and_found_through_temporary_views():

@@ -33,7 +33,7 @@ from headwater.pipelines.graph.kafka import (
     connector_missing,
     is_connector_missing,
 )
-from headwater.pipelines.graph.reads import Names, PipelineReads
+from headwater.pipelines.graph.reads import Names, PipelineReads, unnarrowed
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def analyse(
         reads: PipelineReads, key: str, streaming: bool, options: Mapping[str, str]
     ) -> DataFrame:
         if key not in datasets:  # a Delta table outside the pipeline: its rows as they are
-            found = api.table(spark, key).read()
+            found = unnarrowed(api.table(spark, key).read())
             taken.setdefault(key, []).append(found)
             return found
         origin = reads.origin

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
 from headwater import api
 from headwater.adapter.resolution import resolving
@@ -67,6 +68,16 @@ def outside_key(location: str) -> str:
     ``delta.`/path``` name, which :func:`headwater.api.table` opens on either engine and
     no dataset's key (``database.table``) can equal."""
     return f"delta.`{location}`"
+
+
+def unnarrowed(df: DataFrame) -> DataFrame:
+    """``df`` (a read of a Delta table) as a plain DataFrame, for a materialized view's
+    query. A headwater scan's ``filter``/``where`` narrows its file list to the files the
+    log's stats admit (as delta-spark skips files): the query then reads another relation
+    than the input's read holds, which the view's refresh plan cannot tell for a read of
+    that input, so it would recompute the view. Spark's Parquet reader still skips row
+    groups by the pushed filters."""
+    return ClassicDataFrame(df._jdf, df.sparkSession)
 
 
 @dataclass

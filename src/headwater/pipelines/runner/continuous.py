@@ -62,7 +62,7 @@ def run_continuous(
     flushed = time.monotonic()
     while not ctx.stop.is_set():
         for af in views:
-            inputs = sorted(graph.upstream(af))
+            inputs = sorted(graph.upstream(af) | graph.outside(af))
             versions = tuple(_version(ctx, key) for key in inputs)
             if seen.get(af.flow.name) != versions:
                 run_flow(graph, af)

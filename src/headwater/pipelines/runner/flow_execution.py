@@ -18,7 +18,7 @@ from headwater.errors import ExpectationViolationError
 from headwater.event_log_format import FlowStatus
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph, evaluate
-from headwater.pipelines.graph.reads import PipelineReads
+from headwater.pipelines.graph.reads import PipelineReads, unnarrowed
 from headwater.pipelines.refresh.plan import Technique
 from headwater.pipelines.runner import flows as flow_runs
 from headwater.pipelines.runner import partition_refresh, view_avg, view_refresh
@@ -114,7 +114,9 @@ class FlowExecutor:
         view = dataset.kind == "materialized_view" and flow.auto_cdc is None
         frames: dict[str, list[DataFrame]] = {}  # the stored inputs' reads, for a view's plan
         versions = view_refresh.input_versions(self.ctx.spark, graph, af) if view else {}
-        reads = self.reads(graph, af, run, rules.quarantines, frames=frames, pins=versions)
+        reads = self.reads(
+            graph, af, run, rules.quarantines, frames=frames if view else None, pins=versions
+        )
         run.after_commit.clear()
         run.gate = BatchGate(self.ctx.stop)
         try:
@@ -388,7 +390,8 @@ class FlowExecutor:
                 rows = table.read(version=version, options=options)
             else:
                 rows = table.read(options=options)
-            if frames is not None:
+            if frames is not None:  # (a view's: a read its plan can tell)
+                rows = unnarrowed(rows)
                 frames.setdefault(key, []).append(rows)
             return rows
 
