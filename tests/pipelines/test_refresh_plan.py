@@ -10,6 +10,8 @@ import pytest
 
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import RefreshPolicy
+from headwater.pipelines.refresh import key_plan
+from headwater.pipelines.refresh.key_plan import Keyed
 from headwater.pipelines.refresh.plan import (
     Aggregation,
     Change,
@@ -264,3 +266,35 @@ def test_rows_a_take_back_reads_come_from_the_commits_metrics():
     assert rows_rewritten({"operationMetrics": merged}) == 9
     assert rows_rewritten({"operationMetrics": {"numOutputRows": "7"}}) is None  # an overwrite
     assert rows_rewritten({}) is None
+
+
+def test_affected_keys_are_recomputed_where_the_keys_come_from_the_changed_input():
+    """(Spark-free) A view keyed by input columns is refreshed by recomputing the touched
+    keys, named by its shape, unless a join's keyless side or an input the keys do not come
+    from changed, the removed rows cannot be read back, or they outnumber the input's."""
+    updated = replace(
+        UNCHANGED,
+        changes={"db.silver": Change.UPDATES, "db.dim": Change.NONE},
+        shape=Shape("the query has a window"),
+        change_feed=frozenset({"db.silver"}),
+        rows_changed=10,
+        rows_in_inputs=100,
+        keyed=Keyed(("k",), {"db.silver": ("key",)}, frozenset({"db.dim"}), key_plan.WINDOW),
+    )
+    plan = plan_refresh("db.gold", updated)
+    assert plan.technique == Technique.WINDOW_FUNCTION and plan.keyed == updated.keyed
+    assert "keyed by k" in plan.reason and "(10 changed rows of 100)" in plan.reason
+    assert plan.to_details()["chosen"] == "WINDOW_FUNCTION"
+    grouped = replace(updated, keyed=replace(updated.keyed, kind=key_plan.GROUPS))
+    assert plan_refresh("db.gold", grouped).technique == Technique.GROUP_AGGREGATE
+    for facts, why in (
+        (replace(updated, changes={"db.silver": Change.NONE, "db.dim": Change.APPENDS}),
+         "'db.dim' changed on a join's side that carries no key"),
+        (replace(updated, keyed=replace(updated.keyed, sources={}, fixed=frozenset())),
+         "the view's keys do not come from it"),
+        (replace(updated, change_feed=frozenset()), "cannot be read back"),
+        (replace(updated, rows_changed=101), "more than the 100 a recompute reads"),
+        (replace(updated, keyed=Keyed(not_keyed="no key here")), "no key here"),
+    ):  # fmt: skip
+        plan = plan_refresh("db.gold", facts)
+        assert plan.technique == Technique.FULL_RECOMPUTE and why in plan.reason, (why, plan)

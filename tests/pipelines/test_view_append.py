@@ -154,4 +154,7 @@ def test_random_changes_keep_every_view_equal_to_its_recompute(project):
         want = expected.get(kind, "FULL_RECOMPUTE")
         assert plans["big"]["chosen"] == want, (step, kind, plans["big"])
         want = {"APPEND": "GROUP_AGGREGATE"}.get(want, want)
+        read, held = plans["totals"].get("rows_changed"), plans["totals"].get("input_rows")
+        if want == "FULL_RECOMPUTE" and not (None not in (read, held) and read > held):
+            want = "GROUP_AGGREGATE"  # (no count beside its sum: its touched groups again)
         assert plans["totals"]["chosen"] == want, (step, kind, plans["totals"])

@@ -95,6 +95,33 @@ def derive(
     return Partitioned(None, not_derived=why)
 
 
+def carried(
+    df: DataFrame, reads: Mapping[str, Sequence[DataFrame]]
+) -> dict[str, tuple[dict[str, str], frozenset[str]] | str]:
+    """For each of the query's columns (``df``; ``reads``: each input's reads, by key),
+    the input columns it is, unchanged, by input key (one per input), with the inputs on
+    join sides that do not carry it; or why it is not such a column. A view row's value
+    of such a column comes only from input rows with that value (the affected-keys
+    refresh, :mod:`headwater.pipelines.runner.affected_keys`)."""
+    known = [(key, plan_nodes.analysed(d)) for key, frames in reads.items() for d in frames]
+    root = plan_nodes.analysed(df)
+    found: dict[str, tuple[dict[str, str], frozenset[str]] | str] = {}
+    for attribute in _seq(root.output()):
+        column = str(attribute.name())
+        try:
+            sources, fixed = _trace(root, _id(attribute), known)
+            if not sources:
+                raise _NotDerived("comes from no input")
+            several = sorted(k for k, names in sources.items() if len(names) > 1)
+            if several:
+                raise _NotDerived(f"comes from several columns of '{several[0]}'")
+        except _NotDerived as e:
+            found[column] = f"'{column}' {e}"
+            continue
+        found[column] = ({k: next(iter(v)) for k, v in sources.items()}, frozenset(fixed))
+    return found
+
+
 def _trace(
     node: object, attribute: int, known: list[tuple[str, object]]
 ) -> tuple[dict[str, set[str]], set[str]]:

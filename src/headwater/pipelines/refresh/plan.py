@@ -31,8 +31,9 @@ from enum import Enum
 
 from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import RefreshPolicy
-from headwater.pipelines.refresh import partition_plan
+from headwater.pipelines.refresh import key_plan, partition_plan
 from headwater.pipelines.refresh.averages import Average
+from headwater.pipelines.refresh.key_plan import Keyed
 from headwater.pipelines.refresh.partition_plan import Overwrite, Partitioned
 
 
@@ -41,6 +42,7 @@ class Technique(str, Enum):
     APPEND = "APPEND"
     GROUP_AGGREGATE = "GROUP_AGGREGATE"
     PARTITION_OVERWRITE = "PARTITION_OVERWRITE"
+    WINDOW_FUNCTION = "WINDOW_FUNCTION"  # windows' partitions recomputed (affected keys)
     FULL_RECOMPUTE = "FULL_RECOMPUTE"
 
 
@@ -144,6 +146,9 @@ class Facts:
     state_readable: bool = True  # the recorded averages' state is still there
     # The view's partitions against its inputs' (partition overwrite; None: not analysed).
     partitioned: Partitioned | None = None
+    # The view's rows keyed by input columns (affected keys, :mod:`.key_plan`; None: not
+    # analysed, as only a refresh no other technique can do asks).
+    keyed: Keyed | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,7 @@ class RefreshPlan:
     state_from: str | None = None
     state_to: str | None = None
     overwrite: Overwrite | None = None  # the partitions to recompute (partition overwrite)
+    keyed: Keyed | None = None  # the keys to recompute (affected keys, :mod:`.key_plan`)
 
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
@@ -257,12 +263,30 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
                 retract=chosen is grouped and bool(_changed(facts)[1]),
                 view_version=facts.view_version,
             )
+    keyed = _affected_keys(facts, initializing)
+    if keyed is not None and keyed.applicable:
+        assert facts.keyed is not None
+        full = Considered(Technique.FULL_RECOMPUTE, True, "reads every row again")
+        listed: tuple[Considered, ...] = considered + (keyed,)
+        if keyed.technique == Technique.GROUP_AGGREGATE:  # (in the aggregate's place)
+            if facts.shape.aggregate is not None:  # (why its groups do not combine)
+                keyed = replace(keyed, reason=f"{grouped.reason}; {keyed.reason}")
+            listed = tuple(keyed if c is grouped else c for c in considered)
+        return RefreshPlan(
+            keyed.technique,
+            keyed.reason,
+            (*listed, full),
+            view_version=facts.view_version,
+            keyed=facts.keyed,
+        )
     if initializing is not None:
         why = no_op.reason
     else:  # the reason of the technique the query's shape was closest to
         why = grouped.reason if facts.shape.aggregate is not None else append.reason
         if _partitioned(facts):
             why = f"{why}; {partitions.reason}"
+        if keyed is not None:
+            why = f"{why}; {keyed.reason}"
     if facts.policy == RefreshPolicy.INCREMENTAL_STRICT and initializing is None:
         raise NotIncrementalizable(
             f"[MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE] '{view}' has REFRESH POLICY "
@@ -271,6 +295,34 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
         )
     full = Considered(Technique.FULL_RECOMPUTE, True, why)
     return RefreshPlan(Technique.FULL_RECOMPUTE, why, (*considered, full), why)
+
+
+def _affected_keys(facts: Facts, initializing: str | None) -> Considered | None:
+    """Whether the keys the changes touched can be recomputed alone (:mod:`.key_plan`;
+    None: the view's keys were not analysed)."""
+    if facts.keyed is None:
+        return None
+    technique = (
+        Technique.WINDOW_FUNCTION
+        if facts.keyed.kind == key_plan.WINDOW
+        else Technique.GROUP_AGGREGATE
+    )
+    blocked = _not_incremental(facts, initializing)
+    if blocked is not None:
+        return Considered(technique, False, blocked)
+    changed, updated = _changed(facts)
+    applies, why = key_plan.decide(
+        facts.keyed,
+        changed,
+        _kinds(facts, changed),
+        unread=[k for k in updated if k not in facts.change_feed and k not in facts.derived],
+        rows_read=facts.rows_changed if updated else facts.rows_appended,
+        rows_total=facts.rows_in_inputs,
+        quarantines=facts.quarantines,
+        expectations=facts.expectations,
+        appends_readable=facts.appends_readable,
+    )
+    return Considered(technique, applies, why)
 
 
 def _partition_overwrite(

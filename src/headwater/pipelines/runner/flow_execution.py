@@ -20,8 +20,8 @@ from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph, evaluate
 from headwater.pipelines.graph.reads import PipelineReads, unnarrowed
 from headwater.pipelines.refresh.plan import Technique
+from headwater.pipelines.runner import affected_keys, partition_refresh, view_avg, view_refresh
 from headwater.pipelines.runner import flows as flow_runs
-from headwater.pipelines.runner import partition_refresh, view_avg, view_refresh
 from headwater.pipelines.runner import retry as run_retry
 from headwater.pipelines.runner.context import UpdateContext
 from headwater.pipelines.runner.expectations import FILE_METADATA, Rules, quarantine_name, violation
@@ -236,16 +236,38 @@ class FlowExecutor:
         run.technique = plan.technique.value
         if plan.technique == Technique.NO_OP:
             return None
-        if plan.technique == Technique.PARTITION_OVERWRITE:  # the changed partitions, again
-            assert plan.overwrite is not None
-            pinned = partition_refresh.filtered_inputs(self.ctx.spark, plan.overwrite, versions)
+        if plan.technique == Technique.PARTITION_OVERWRITE or plan.keyed is not None:
+            # The changed partitions, or the keys the changed rows hold, again: the query on
+            # its inputs' rows in them only.
+            if plan.keyed is not None:
+                assert changed is not None and changed.removed is not None
+                keys = affected_keys.touched_keys(plan.keyed, changed.added, changed.removed)
+                pinned = affected_keys.keyed_inputs(self.ctx.spark, plan.keyed, keys, versions)
+            else:
+                assert plan.overwrite is not None
+                pinned = partition_refresh.filtered_inputs(self.ctx.spark, plan.overwrite, versions)
             reads = self.reads(graph, af, run, pins=versions, appended=pinned)
             try:
+                df = evaluate(flow, reads)
+                if plan.keyed is not None and plan.view_version is not None:
+                    return affected_keys.replace_keys(
+                        self.ctx.spark,
+                        af,
+                        dataset,
+                        df,
+                        plan.keyed,
+                        keys=keys,
+                        view_version=plan.view_version,
+                        run=run,
+                        rules=rules,
+                        user_metadata=record,
+                    )
+                assert plan.overwrite is not None
                 return partition_refresh.overwrite_partitions(
                     self.ctx.spark,
                     af,
                     dataset,
-                    evaluate(flow, reads),
+                    df,
                     plan.overwrite,
                     run=run,
                     rules=rules,

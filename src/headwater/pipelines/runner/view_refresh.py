@@ -28,7 +28,7 @@ from headwater.pipelines.refresh.plan import (
     Technique,
     plan_refresh,
 )
-from headwater.pipelines.runner import partition_refresh, view_avg
+from headwater.pipelines.runner import affected_keys, partition_refresh, view_avg
 
 CHANGE_TYPE = "_change_type"  # the change data feed's own columns
 CDF_COLUMNS = (CHANGE_TYPE, "_commit_version", "_commit_timestamp")
@@ -220,15 +220,20 @@ def _plan(
         {k: v for k, v in versions.items() if v is not None}, definition, state
     )
     plan = _keeping(plan_refresh(af.target, facts), kept, recorded, state)
-    if plan.technique not in (Technique.APPEND, Technique.GROUP_AGGREGATE):
+    if plan.technique == Technique.FULL_RECOMPUTE and facts.partitioned is not None:
+        # (asked only after a change no other technique refreshes: a view with kept averages,
+        # or quarantines, has no partition facts either)
+        facts = replace(facts, keyed=affected_keys.keyed_facts(df, frames))
+        plan = plan_refresh(af.target, facts)
+    if plan.technique not in (Technique.APPEND, Technique.GROUP_AGGREGATE) and plan.keyed is None:
         return plan, record, None
     assert recorded is not None
-    if plan.technique == Technique.GROUP_AGGREGATE and not plan.merge:
+    if plan.technique == Technique.GROUP_AGGREGATE and not plan.merge and plan.keyed is None:
         job = _arrow_job(spark, af, dataset, df, frames, plan, since=recorded.inputs, now=versions)
         if not isinstance(job, str):
             return replace(plan, executor="arrow"), record, ChangedRows({}, arrow=job)
         plan = replace(plan, executor_reason=job)
-    rows = ChangedRows({}, {} if plan.retract else None)
+    rows = ChangedRows({}, {} if plan.retract or plan.keyed is not None else None)
     for key, change in changes.items():
         if change == Change.NONE:
             continue
