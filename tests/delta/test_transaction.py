@@ -432,12 +432,12 @@ def test_new_tables_get_the_smallest_protocol_their_metadata_needs():
 
 
 def test_writer_features_headwater_cannot_keep_are_refused_before_writing(table):
-    # Another engine turned on row tracking, whose rules headwater does not keep.
-    upgrade = Protocol(3, 7, frozenset(), frozenset({"rowTracking", "appendOnly"}))
+    # Another engine turned on in-commit timestamps, whose rules headwater does not keep.
+    upgrade = Protocol(3, 7, frozenset(), frozenset({"inCommitTimestamp", "appendOnly"}))
     commit = os.path.join(table, "_delta_log", f"{1:020d}.json")
     with open(commit, "w") as f:
         f.write(json.dumps(upgrade.to_json()) + "\n")
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+    with pytest.raises(UnsupportedFeatureError, match="inCommitTimestamp"):
         _append(table, _file(table, "a.parquet", [1]))
     assert RsTable(table).version() == 1
 

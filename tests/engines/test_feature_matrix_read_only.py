@@ -1,9 +1,8 @@
 """Tables shared both ways, the features headwater's engine reads but does not write: v2
-checkpoints, row tracking and in-commit timestamps.
+checkpoints and in-commit timestamps (row tracking, which it writes: test_row_tracking_engines).
 
-Their writer rules (checkpoints in the v2 layout; row ids and row commit versions carried
-through every rewrite, with the row-id high-water mark; a monotonic in-commit timestamp in
-every commit) are not kept by headwater's commits. So in the direction "headwater creates",
+Their writer rules (checkpoints in the v2 layout; a monotonic in-commit timestamp in every
+commit) are not kept by headwater's commits. So in the direction "headwater creates",
 creating such a table is refused by name before anything is written, and on delta-spark's
 tables every headwater write is refused by name with the table left as it was, while
 headwater reads them exactly as delta-spark does: from the other engine's v2 checkpoint,
@@ -85,37 +84,6 @@ def test_v2_checkpoints(engines, tmp_path):
     forget_commits_before(path, 6)
     rows = assert_same_table(theirs, ours, path)
     assert sorted(r[0] for r in rows) == [i for i in range(50) if i >= 20 or i % 5]
-
-
-def row_lineage(spark, path: str) -> list[tuple]:
-    found = spark.read.format("delta").load(path)
-    return found.select("id", "_metadata.row_id", "_metadata.row_commit_version").collect()
-
-
-def test_row_tracking(engines, tmp_path):
-    ours, theirs = engines["headwater"], engines["delta-spark"]
-    properties = "'delta.enableRowTracking' = 'true'"
-    creation_refused(ours, str(tmp_path / "ours"), properties, "rowTracking")
-
-    path = str(tmp_path / "t")
-    theirs.sql(
-        create(path, properties),
-        insert(path, 0, 10),
-        insert(path, 10, 20),
-        f"UPDATE {table(path)} SET v = 'updated' WHERE id % 4 = 0",
-    )
-    lineage = sorted(theirs.call(row_lineage, path))
-    assert len({r[1] for r in lineage}) == 20  # row ids unique, kept through the UPDATE
-    assert {r[2] for r in lineage if r[0] % 4 == 0} == {3}
-    assert_same_table(theirs, ours, path)
-    writes_refused(ours, path, "rowTracking")
-    # headwater does not materialise row ids: asking for them is an error, never made-up ids.
-    with pytest.raises(PeerError) as caught:
-        ours.call(row_lineage, path)
-    assert "row_id" in caught.value.message
-    theirs.sql(insert(path, 20, 25))
-    assert sorted(theirs.call(row_lineage, path))[:20] == lineage
-    assert_same_table(theirs, ours, path)
 
 
 def commit_timestamps(path: str) -> dict[int, int]:

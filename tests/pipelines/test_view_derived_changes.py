@@ -11,6 +11,7 @@ import view_checks
 from pipeline_rows import RAW_TABLE, orders
 from view_checks import techniques
 
+from headwater.pipelines.refresh.arrow_refresh import UP_TO_ROWS
 from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 
 NO_FEED = '@dp.table(table_properties={"delta.enableChangeDataFeed": "false"})\n'
@@ -32,6 +33,10 @@ def counted():
 QUERY = (
     "SELECT region, sum(amount) AS total, count(*) AS n, count(amount) AS amounts "
     "FROM {db}.raw GROUP BY region"
+)
+ROW_IDS = (
+    '@dp.table(table_properties={"delta.enableChangeDataFeed": "false", '
+    '"delta.enableRowTracking": "true"})\n'
 )
 DERIVED = "the files its commits removed and added have them"
 
@@ -75,6 +80,27 @@ def test_copy_on_write_changes_without_a_feed_are_read_from_the_files(project):
         assert 2 < plan["rows_changed"] < plan["input_rows"], plan
     assert {p["way"] for p in plans} == {"merge", "rewrite"}
     assert {p["executor"] for p in plans} == {"spark", "arrow"}
+
+
+def test_row_ids_leave_the_copied_rows_out_of_a_rewrite(project):
+    """With row tracking, the rows a rewrite only copied (same id, same values) are not
+    taken back and added again (through Spark, where the ids pair them); the view stays
+    equal to its recompute."""
+    landed_in_files(project, ROW_IDS)
+    project.spark.conf.set(UP_TO_ROWS, "0")  # refreshed through Spark
+    try:
+        plans = [
+            changed(project, "UPDATE {db}.raw SET amount = amount + 1 WHERE id = 201", 0),
+            changed(
+                project,
+                "MERGE INTO {db}.raw t USING (SELECT 5 AS id) s ON t.id = s.id "
+                "WHEN MATCHED THEN DELETE",
+                1,
+            ),
+        ]
+    finally:
+        project.spark.conf.unset(UP_TO_ROWS)
+    assert [(p["chosen"], p["executor"]) for p in plans] == [("GROUP_AGGREGATE", "spark")] * 2
 
 
 def test_deletion_vectors_give_back_only_the_rows_they_changed(project):

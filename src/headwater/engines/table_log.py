@@ -23,14 +23,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import Filter
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from headwater import storage
 from headwater.delta.files import change_data
 from headwater.delta.files.arrow_read import FileTask, read_file, read_files
 from headwater.delta.log.actions import decode_path
 from headwater.delta.log.delta_log import DeltaLog, Snapshot
-from headwater.delta.read import change_feed
+from headwater.delta.read import change_feed, row_changes
 from headwater.delta.read.pruning import keep_files
 from headwater.engines.log_views import CommitView, DataFileView, SnapshotView
 
@@ -115,14 +115,20 @@ class TableLog:
                 return None
         return found
 
-    def change_tasks(self, since: int, now: int) -> list[FileTask]:
+    def change_tasks(
+        self, since: int, now: int, row_id_column: str | None = None
+    ) -> list[FileTask]:
         """The files holding the rows the commits after ``since`` up to ``now`` changed,
         each task saying what it holds (a change file, or a data file added or removed
-        whole or through a deletion vector), as the change data feed reads them."""
+        whole or through a deletion vector), as the change data feed reads them
+        (``row_id_column``: with the rows' ids read into that column)."""
         tasks: list[FileTask] = []
         for version in range(since + 1, now + 1):
             actions = self._log.commit_actions(version)
-            tasks += change_feed.version_tasks(self._log, version, actions)
+            found = change_feed.version_tasks(self._log, version, actions)
+            if row_id_column is not None:
+                found = row_changes.with_row_ids(self._log, version, actions, found, row_id_column)
+            tasks += found
         return tasks
 
     def derivable_rows(self, since: int, now: int) -> int | None:
@@ -177,10 +183,17 @@ def read_changes(spark: SparkSession, log: TableLog, since: int, now: int) -> Da
     inserts its live rows; a file whose deletion vector changed, the rows between the
     two). So any Delta table's updates and deletes can be read back, with its feed on or
     not, on either engine: the files are read with pyarrow on the executors (Arrow
-    batches), whatever the store."""
-    tasks = log.change_tasks(since, now)
+    batches), whatever the store. On a table with row tracking, the rows a rewrite only
+    copied (same id, same values) are left out (:mod:`headwater.delta.read.row_changes`):
+    what remains is what its change data feed would hold, typed ``delete`` or
+    ``insert``, without commit versions."""
     snapshot = _own(log.snapshot(now))
-    schema = change_feed.cdf_schema(snapshot.schema)
+    row_id = row_changes.row_id_column(snapshot)
+    tasks = log.change_tasks(since, now, row_id)
+    columns = snapshot.schema
+    if row_id is not None:
+        columns = StructType([*columns.fields, StructField(row_id, LongType())])
+    schema = change_feed.cdf_schema(columns)
     physical = snapshot.physical_schema
     mapped = change_feed.cdf_schema(physical) if physical is not None else None
     slots = max(1, min(len(tasks), spark.sparkContext.defaultParallelism))
@@ -193,7 +206,8 @@ def read_changes(spark: SparkSession, log: TableLog, since: int, now: int) -> Da
             for slot in batch.column(0).to_pylist():
                 yield from change_feed.read_changes(groups[slot], schema, mapped)
 
-    return spark.range(slots, numPartitions=slots).mapInArrow(run, schema)
+    changes = spark.range(slots, numPartitions=slots).mapInArrow(run, schema)
+    return changes if row_id is None else row_changes.net(changes, row_id)
 
 
 def _footer_rows(path: str) -> int:

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from headwater.delta.dml import vectors
+from headwater.delta.dml import row_ids, vectors
 from headwater.delta.dml.metrics import Clock
 from headwater.delta.dml.rewrite import Result, commit_rewrite, open_transaction
 from headwater.delta.dml.target import FILE_COL, files_named, live_rows, read_target, touched
@@ -194,6 +194,7 @@ def update(
             else F.col(f"`{f.name}`")
             for f in schema
         ],
+        *row_ids.carried(snapshot, F.col(ACTION_COL)),
         F.col(ACTION_COL),
     )
     written = write_files(
@@ -259,7 +260,8 @@ def _update_with_vectors(
             if f.name.lower() in by_name
             else F.col(f"`{f.name}`")
             for f in schema
-        ]
+        ],
+        *row_ids.carried(snapshot, F.lit(True)),
     )
     written = write_files(
         column_values.recompute(out, schema, set(by_name)),

@@ -39,7 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from headwater import storage
-from headwater.delta.dml import vectors
+from headwater.delta.dml import row_ids, vectors
 from headwater.delta.dml.merge_plan import (
     BROADCAST_ROWS,
     MergePlan,
@@ -121,7 +121,9 @@ def merge(
     if done:
         return Result(None, {})
     txn.user_metadata = user_metadata
-    deletion_vectors = vectors.applies(snapshot)
+    # Rows MERGE changes keep their ids only in rewritten files (row_ids), so a table
+    # keeping stable row ids takes the rewrite plan even where deletion vectors are on.
+    deletion_vectors = vectors.applies(snapshot) and row_ids.names(snapshot) is None
     alias = target_alias or "target"
     read_partitions = _read_partitions(spark, snapshot, source, condition, clauses, alias)
     files, stats = _files_in(snapshot, read_partitions)
@@ -412,6 +414,8 @@ class _Merge:
         t_here, s_here = F.col(self.target_marker).isNotNull(), F.col(SRC_COL).isNotNull()
         dropped = ["skip", *self.plan.deletes] + ([] if kept else ["keep"])
         columns = self._columns(with_target, kept)
+        if with_target:  # ids kept; a commit version only where the row is kept unchanged
+            columns += row_ids.carried(self.snapshot, ~self._is("keep"), f"{self.alias}.")
         observations, results = [], []
         for frame in frames:
             labelled = frame.withColumn(ACTION_COL, self._action())

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from headwater.delta.dml import row_ids
 from headwater.delta.files import change_data
 from headwater.delta.files.data_files import local_path
 from headwater.delta.log import protocol, replay
@@ -32,17 +33,22 @@ def read_target(
     row_index: bool = False,
 ) -> DataFrame:
     """The table's rows (of ``files`` only, when given) with :data:`FILE_COL` (and, with
-    ``row_index``, :data:`ROW_INDEX_COL`; native reads only)."""
+    ``row_index``, :data:`ROW_INDEX_COL`; native reads only). On a table keeping stable row
+    ids, each row's id and commit version come too, in the hidden columns a rewrite must
+    write again (:mod:`.row_ids`)."""
     snapshot.check_writable()
     if change_data.enabled(snapshot.configuration) or replay.has_vectors(snapshot):
         # Refused before any work rather than at commit: such commits remove files.
         protocol.check_writable(snapshot.protocol, snapshot.metadata, snapshot.root, True)
     files = snapshot.files if files is None else files
     if not files:
-        extra = [StructField(FILE_COL, StringType())]
+        extra = [*row_ids.hidden_fields(snapshot), StructField(FILE_COL, StringType())]
         if row_index:
             extra.append(StructField(ROW_INDEX_COL, LongType()))
         return spark.createDataFrame([], StructType([*snapshot.schema.fields, *extra]))
+    if row_ids.names(snapshot) is not None:
+        rows = row_ids.read(spark, snapshot, files, FILE_COL, ROW_INDEX_COL)
+        return rows if row_index else rows.drop(ROW_INDEX_COL)
     if native_eligible(snapshot, with_vectors=True):
         rows = read_snapshot(spark, snapshot, files).withColumn(
             FILE_COL, F.col("_metadata.file_path")

@@ -36,6 +36,9 @@ class FileTask:
     selection: tuple[bool, ...] | None = None  # deletion vector: False = deleted row
     # change feed: (change type, or None when the file holds _change_type; version; ms)
     change: tuple[str | None, int, int] | None = None
+    # row tracking: (the column the rows' ids are read into, the file's baseRowId); a row's
+    # id is the file's hidden row id column where it holds one, else baseRowId + position
+    row_ids: tuple[str, int] | None = None
 
 
 def read_files(
@@ -75,6 +78,8 @@ def read_file(
         offset = 0
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=wanted, use_threads=False):
             n = batch.num_rows
+            if task.row_ids is not None:
+                batch = _with_row_ids(batch, task.row_ids, offset)
             if task.selection is not None:
                 live = list(task.selection[offset : offset + n])
                 live += [True] * (n - len(live))
@@ -83,6 +88,19 @@ def read_file(
             if physical is not None:
                 batch = _logical(batch, physical, target, parts)
             yield conform(batch, target, parts)
+
+
+def _with_row_ids(batch: pa.RecordBatch, row_ids: tuple[str, int], offset: int) -> pa.RecordBatch:
+    """``batch`` (rows ``offset``.. of its file) with each row's id in the column named
+    ``row_ids[0]``: the file's own value there, else the fresh id (``baseRowId`` plus the
+    row's position)."""
+    name, base = row_ids
+    fresh = pa.array(range(base + offset, base + offset + batch.num_rows), pa.int64())
+    at = batch.schema.get_field_index(name)
+    if at < 0:
+        return batch.append_column(name, fresh)
+    kept = pc.coalesce(batch.column(at).cast(pa.int64()), fresh)
+    return batch.set_column(at, name, kept)
 
 
 def _is_dictionary(kind: pa.DataType) -> bool:

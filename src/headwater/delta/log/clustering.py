@@ -37,7 +37,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from headwater import storage
+from headwater.delta.log import domains
 from headwater.delta.log import protocol as protocols
 from headwater.delta.log.actions import DomainMetadata, Metadata, Protocol
 from headwater.delta.log.commit import Transaction
@@ -160,61 +160,18 @@ def columns_of(snapshot: Snapshot) -> list[str] | None:
     (an empty list after ``CLUSTER BY NONE``)."""
     if "clustering" not in protocols.writer_features(snapshot.protocol):
         return None
-    config = _domain_config(DeltaLog(snapshot.root), snapshot.version)
+    config = _parse(domains.latest(DeltaLog(snapshot.root), snapshot.version, DOMAIN))
     if config is None:
         return []
     logical = mapping.logical_paths(snapshot.schema)
     return [logical.get(".".join(path), ".".join(path)) for path in config]
 
 
-def _domain_config(dlog: DeltaLog, version: int) -> list[list[str]] | None:
-    """The newest ``delta.clustering`` domain at ``version``: the JSON commits newest first,
-    down to the newest checkpoint, then that checkpoint's domain metadata."""
-    checkpoint = _newest_checkpoint(dlog, version)
-    for v in range(version, checkpoint, -1):
-        for action in reversed(dlog.commit_actions(v)):
-            d = action.get("domainMetadata")
-            if d and d.get("domain") == DOMAIN:
-                return _parse(d)
-    if checkpoint >= 0:
-        for d in _checkpoint_domains(dlog, checkpoint):
-            if d.get("domain") == DOMAIN:
-                return _parse(d)
-    return None
-
-
-def _parse(d: dict) -> list[list[str]] | None:
-    if d.get("removed"):
+def _parse(d: dict | None) -> list[list[str]] | None:
+    if d is None or d.get("removed"):
         return None
     cols = json.loads(d.get("configuration") or "{}").get("clusteringColumns") or []
     return [[c] if isinstance(c, str) else list(c) for c in cols]
-
-
-def _newest_checkpoint(dlog: DeltaLog, version: int) -> int:
-    found = -1
-    for info in storage.list_files(dlog.log_dir, recursive=False):
-        name = info.base_name
-        if ".checkpoint" in name and name[:20].isdigit():
-            v = int(name[:20])
-            if found < v <= version:
-                found = v
-    return found
-
-
-def _checkpoint_domains(dlog: DeltaLog, version: int) -> list[dict]:
-    import pyarrow.parquet as pq
-
-    out: list[dict] = []
-    for info in storage.list_files(dlog.log_dir, recursive=False):
-        name = info.base_name
-        if not (name.startswith(f"{version:020d}.checkpoint") and name.endswith(".parquet")):
-            continue
-        fs, inner = storage.filesystem(info.path)
-        if "domainMetadata" not in pq.read_schema(inner, filesystem=fs).names:
-            continue
-        table = pq.read_table(inner, columns=["domainMetadata"], filesystem=fs)
-        out += [d for d in table.column("domainMetadata").to_pylist() if d is not None]
-    return out
 
 
 def alter(path: str, columns: Sequence[str] | None) -> int:

@@ -38,7 +38,7 @@ from deltalake import DeltaTable as RsTable
 
 from headwater import storage
 from headwater.delta.log import operations as commit_info
-from headwater.delta.log import protocol
+from headwater.delta.log import protocol, row_tracking
 from headwater.delta.log.actions import (
     Action,
     AddCDCFile,
@@ -116,6 +116,7 @@ class Transaction:
         self._read_whole_table = False
         self._read_apps: set[str] = set()
         self._requirements: list[Requirement] = []
+        self._row_mark: int | None = None  # row ids handed out before this commit's version
 
     # -- the table as this transaction sees it ----------------------------------------------
 
@@ -166,6 +167,8 @@ class Transaction:
     def update_metadata(self, metadata: Metadata) -> None:
         """New schema, partitioning, properties or description; the protocol is upgraded in
         the same commit when the new metadata needs more."""
+        old = self.snapshot.metadata if self.snapshot is not None else None
+        metadata = row_tracking.named_columns(metadata, old)
         self._metadata = metadata
         current = self.snapshot.protocol if self.snapshot is not None else None
         if self._protocol is not None:
@@ -269,8 +272,11 @@ class Transaction:
         level = self.isolation_level
         store, log_dir = self.log.store()
         version = self.read_version + 1
+        if row_tracking.supported(final_protocol):
+            self._check_row_ids()
+            self._row_mark = row_tracking.high_water_mark(self.log, self.read_version)
         for _ in range(MAX_ATTEMPTS):
-            payload = to_json_lines(self._actions(level))
+            payload = to_json_lines(self._actions(level, version))
             if store.put_if_absent(storage.join(log_dir, f"{version:020d}.json"), payload):
                 self._after_commit(version)
                 return version
@@ -284,7 +290,16 @@ class Transaction:
             "committed; run the operation again."
         )
 
-    def _actions(self, level: IsolationLevel) -> list[Action]:
+    def _check_row_ids(self) -> None:
+        """Refuse a commit turning row tracking on for rows that stay in the table without
+        ids (a backfill, which this writer does not do; a replace removing them is fine)."""
+        if self.snapshot is None or row_tracking.supported(self.snapshot.protocol):
+            return
+        removed = {r.relative_path for r in self._removes}
+        if any(f.path not in removed for f in self.snapshot.files):
+            row_tracking.refuse_backfill(self.log.root)
+
+    def _actions(self, level: IsolationLevel, version: int) -> list[Action]:
         info = commit_info.build(
             self.operation,
             read_version=self.read_version,
@@ -299,7 +314,11 @@ class Transaction:
             actions.append(self._protocol)
         if self._metadata is not None:
             actions.append(self._metadata)
-        return [*actions, *self._txns, *self._domains, *self._removes, *self._adds, *self._cdc]
+        adds, domains = self._adds, self._domains
+        if self._row_mark is not None:  # new files numbered at the version they land on
+            adds, moved = row_tracking.assign(adds, self._row_mark, version, self.log.root)
+            domains = [*domains, moved] if moved is not None else domains
+        return [*actions, *self._txns, *domains, *self._removes, *adds, *self._cdc]
 
     def _check(self, winner: Commit, level: IsolationLevel) -> None:
         """Fail when the commit that took a version this transaction wanted conflicts with
@@ -356,6 +375,9 @@ class Transaction:
             )
         for requirement in self._requirements:
             requirement.check(winner)
+        mark = row_tracking.mark_in(winner)
+        if mark is not None and self._row_mark is not None:
+            self._row_mark = max(self._row_mark, mark)  # our new files are numbered after
 
     def _check_added(self, winner: Commit, level: IsolationLevel, again: str) -> None:
         """delta-spark's ``checkForAddedFilesThatShouldHaveBeenReadByCurrentTxn``: which of

@@ -9,8 +9,7 @@ because delta-spark refuses a writer-7 table with NOT NULL columns that lacks th
 leaves them out).
 
 Writes are refused, by feature name and before anything is written, when the table uses a
-writer feature whose rules this writer does not keep (row tracking, in-commit timestamps,
-identity columns, ...): a commit that ignored them would leave the table inconsistent.
+writer feature whose rules this writer does not keep (in-commit timestamps, ...): a commit that ignored them would leave the table inconsistent.
 Reads are refused likewise when a reader feature would have rows come back wrong. Every
 such decision is a function of the protocol and metadata values here, so a snapshot, a
 commit and a test ask the same question of the same code.
@@ -90,6 +89,7 @@ HONOURED_WRITER_FEATURES = frozenset(
         "generatedColumns",  # computed or checked on every write (delta/files/column_values.py)
         "identityColumns",  # numbered past the high-water mark, recorded in the commit
         "invariants",
+        "rowTracking",  # new files numbered, copied rows keep their ids (log/row_tracking.py)
         "timestampNtz",
         "typeWidening",  # ALTER applies only allowed widenings (delta/schema/type_widening.py)
         "typeWidening-preview",
@@ -146,11 +146,11 @@ def needed_features(metadata: Metadata) -> frozenset[str]:
         found.add("invariants")
     if '"CURRENT_DEFAULT"' in schema:
         found.add("allowColumnDefaults")
+    if _true(config, "delta.enableRowTracking"):
+        found |= {"rowTracking", "domainMetadata"}
     # Properties that turn on features whose writer rules headwater does not keep: listed
     # here so that a table asking for them needs them, and check_writable refuses by name
     # rather than creating a table that claims the property without the feature.
-    if _true(config, "delta.enableRowTracking"):
-        found |= {"rowTracking", "domainMetadata"}
     if _true(config, "delta.enableInCommitTimestamps"):
         found.add("inCommitTimestamp")
     if str(config.get("delta.checkpointPolicy", "classic")).lower() == "v2":

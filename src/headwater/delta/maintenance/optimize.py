@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from headwater.delta.dml import row_ids
 from headwater.delta.dml.delete_update import partition_only_files
 from headwater.delta.dml.target import FILE_COL, read_target
 from headwater.delta.files.data_files import discard_files, write_files
@@ -197,7 +198,7 @@ def _rewrite(
     else:
         df = df.repartition(*[F.col(f"`{p}`") for p in parts]) if parts else df.coalesce(1)
     written = write_files(
-        df.select(*[f"`{c.name}`" for c in snap.schema]),
+        df.select(*[f"`{c.name}`" for c in snap.schema], *row_ids.carried(snap, None)),
         snap.root,
         parts,
         snap.schema,
