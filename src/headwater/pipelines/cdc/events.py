@@ -4,14 +4,16 @@ Each event has the target's columns, its ``sequence_by`` value (``SEQ``) and whe
 an upsert or a delete (``OP``); ``where`` drops rows first. A NULL sequence value or key
 fails the batch with a named error (such an event has no place in any order). A truncate
 becomes a delete of every live key older than it, and events older than a truncate already
-applied are dropped (SCD1 only).
+applied are dropped (SCD1 only). With ``unavailable_columns`` each event also carries the
+names of the columns it does not have (``UNAVAILABLE``): :func:`available` tells SCD1 and
+SCD2 which values to take and which to carry forward from before the event.
 """
 
 from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from headwater.pipelines.cdc.state import STATE_DELETED, STATE_SEQ, CdcState
@@ -21,6 +23,7 @@ SEQ = "__hw_seq"
 OP = "__hw_op"
 UPSERT, DELETE = 0, 1  # on one sequence value an upsert sorts before a delete
 TRUNCATE = "__hw_truncate"
+UNAVAILABLE = "__hw_unavailable"
 NULL_SEQUENCE = (
     "[PIPELINE_AUTO_CDC_NULL_SEQUENCE] AUTO CDC from '{source}': an event has a NULL "
     "sequence_by value ({sequence}), so it cannot be ordered. Filter such events out "
@@ -56,6 +59,7 @@ def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
         checked_seq.alias(SEQ),
         op.alias(OP),
         truncate.alias(TRUNCATE),
+        *([F.col(f"`{plan.unavailable}`").alias(UNAVAILABLE)] if plan.unavailable else []),
     )
     events = events.filter(
         F.col(TRUNCATE)
@@ -99,5 +103,15 @@ def truncates_as_deletes(plan: CdcPlan, state: CdcState, events: DataFrame) -> D
         ],
         F.lit(last[0]).alias(SEQ),
         F.lit(DELETE).alias(OP),
+        *([F.lit(None).cast("array<string>").alias(UNAVAILABLE)] if plan.unavailable else []),
     )
     return rows.filter(F.col(SEQ) > F.lit(last[0])).unionByName(synthetic)
+
+
+def available(plan: CdcPlan, column: str, names: Column | None = None) -> Column:
+    """Whether an event carries ``column``: not among the names in ``names`` (default:
+    the events' ``UNAVAILABLE``; always true without ``unavailable_columns``)."""
+    if plan.unavailable is None:
+        return F.lit(True)
+    listed = F.coalesce(names if names is not None else F.col(UNAVAILABLE), F.array())
+    return ~F.exists(listed, lambda name: F.lower(name) == F.lit(column.lower()))
