@@ -13,11 +13,16 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from headwater.pipelines.cdc.state import STATE_DELETED, STATE_SEQ, CdcState
-from headwater.pipelines.define.auto_cdc import CdcPlan, expression
+from headwater.pipelines.define.auto_cdc import (
+    CHANGE_TYPE,
+    COMMIT_VERSION,
+    CdcPlan,
+    expression,
+)
 
 SEQ = "__hw_seq"
 OP = "__hw_op"
@@ -43,6 +48,8 @@ def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
     if where is not None:
         batch = batch.filter(where)
     deletes = expression(spec, "apply_as_deletes")
+    if plan.change_feed:
+        batch, deletes = feed_changes(plan, batch, deletes)
     truncates = expression(spec, "apply_as_truncates")
     keys_text = ", ".join(plan.keys)
     checked_seq = F.when(
@@ -71,6 +78,25 @@ def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
     if truncates is None:
         return events.drop(TRUNCATE)
     return truncates_as_deletes(plan, state, events)
+
+
+def feed_changes(
+    plan: CdcPlan, batch: DataFrame, deletes: Column | None
+) -> tuple[DataFrame, Column]:
+    """A Delta table's change feed as events: the pre-images of updates dropped (the
+    post-image is the row), deletes from ``_change_type`` unless ``apply_as_deletes``
+    says otherwise, and a delete dropped when its commit also inserts the key (an
+    overwrite, which the feed shows as the old rows deleted and the new ones inserted):
+    in one commit the row written is what stands."""
+    change = F.col(f"`{CHANGE_TYPE}`")
+    batch = batch.filter(change != F.lit("update_preimage"))
+    if deletes is None:
+        deletes = change == F.lit("delete")
+    commit = Window.partitionBy(*[F.col(f"`{k}`") for k in plan.keys], F.col(f"`{COMMIT_VERSION}`"))
+    written = F.max((~F.coalesce(deletes, F.lit(False))).cast("int")).over(commit) == 1
+    batch = batch.withColumn("__hw_written", written)
+    kept = batch.filter(~(F.coalesce(deletes, F.lit(False)) & F.col("__hw_written")))
+    return kept.drop("__hw_written"), deletes
 
 
 def truncates_as_deletes(plan: CdcPlan, state: CdcState, events: DataFrame) -> DataFrame:

@@ -33,6 +33,13 @@ START_AT = "__START_AT"
 END_AT = "__END_AT"
 TOMBSTONE_RETENTION = "pipelines.cdc.tombstoneGCThresholdInSeconds"
 DEFAULT_TOMBSTONE_SECONDS = 2 * 24 * 3600
+# A Delta table's change data feed (readChangeFeed, Spark's changes()): its columns
+CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = (
+    "_change_type",
+    "_commit_version",
+    "_commit_timestamp",
+)
+FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,7 @@ class CdcPlan:
     schema: StructType  # the target's
     sequence_column: str | None = None  # the target's column sequence_by names, if any
     unavailable: str | None = None  # the source's column unavailable_columns names
+    change_feed: bool = False  # the source is a Delta table's change feed
 
     @property
     def data(self) -> tuple[str, ...]:
@@ -130,6 +138,9 @@ def resolve(spark: SparkSession, spec: AutoCdc, source: StructType, origin: Orig
         dropped = {c.lower() for c in named(spec.except_column_list or (), "except_column_list")}
         columns = [f.name for f in source.fields if f.name.lower() not in dropped]
     columns = [c for c in columns if c != unavailable]  # the events' own, never the target's
+    change_feed = {CHANGE_TYPE, COMMIT_VERSION} <= set(by_name)
+    if change_feed and spec.column_list is None:  # the feed's own columns stay out
+        columns = [c for c in columns if c.lower() not in FEED_COLUMNS]
     missing = [k for k in keys if k not in columns]
     if missing:
         raise fail(
@@ -185,6 +196,7 @@ def resolve(spark: SparkSession, spec: AutoCdc, source: StructType, origin: Orig
         schema,
         sequence_column,
         unavailable,
+        change_feed,
     )
 
 
