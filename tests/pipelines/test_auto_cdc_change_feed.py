@@ -23,6 +23,7 @@ def silver_changes():
     return spark.readStream.option("readChangeFeed", "true").table("silver")
 """
 )
+FEED = 'spark.readStream.option("readChangeFeed", "true").table("silver")'
 GOLD = {
     "python": """
 dlt.create_streaming_table("gold")
@@ -48,7 +49,9 @@ def user(key, name, city, seq, op="UPSERT"):
 
 @pytest.mark.parametrize("form", ["python", "sql"])
 def test_an_scd1_target_feeds_another_through_its_change_feed(project, form):
-    project.source("silver.py", SILVER)
+    # the SQL form reads the feed with Spark's change reader, changes()
+    feed = 'spark.readStream.changes("silver")'
+    project.source("silver.py", SILVER.replace(FEED, feed) if form == "sql" else SILVER)
     project.source(
         "gold.sql" if form == "sql" else "gold.py",
         GOLD[form] if form == "sql" else "import dlt\n" + GOLD[form],
