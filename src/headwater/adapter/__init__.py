@@ -140,6 +140,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch(SparkSession, "table", reads.session_table, "(self, tableName: str)"),
     Patch(DataStreamReader, "load", reads.stream_reader_load, "(self, path: Optional[str]"),
     Patch(DataStreamReader, "table", reads.stream_reader_table, "(self, tableName: str)"),
+    Patch(DataFrameReader, "changes", reads.reader_changes, "(self, tableName: str)"),
+    Patch(DataStreamReader, "changes", reads.reader_changes, "(self, tableName: str)"),
     Patch(SparkSession, "sql", session_sql, "(self, sqlQuery: str, args:"),
     # SQL expression text: the known system's ':' JSON paths on string columns
     Patch(DataFrame, "selectExpr", expressions.select_expr, "(self, *expr: Union[str, List[str]])"),

@@ -97,6 +97,17 @@ def stream_reader_table(original: Method) -> Method:
     return table
 
 
+def reader_changes(original: Method) -> Method:
+    """``spark.read.changes(t)`` / ``spark.readStream.changes(t)`` (Spark 4.2's change
+    reader): a Delta table's change data feed, as ``readChangeFeed`` reads it (its options,
+    ``startingVersion``... apply). Spark's own serves only catalogs with changelogs."""
+
+    def changes(self, tableName):
+        return self.option("readChangeFeed", "true").table(tableName)
+
+    return changes
+
+
 def stream_reader_load(original: Method) -> Method:
     def load(self, path=None, format=None, schema=None, **options):
         state = state_of(self)

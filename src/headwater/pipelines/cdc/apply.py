@@ -50,8 +50,22 @@ class CdcApplier:
         self.app_id = app_id
 
     def prepare(self) -> None:
-        """Create the state table; forget tombstones older than the retention (SCD1)."""
+        """Create the state table; forget tombstones older than the retention (SCD1); add
+        to the target the columns the source gained."""
         self.state.prepare()
+        self.evolve_target()
+
+    def evolve_target(self) -> None:
+        """The source's new columns (a database's ``ALTER TABLE ... ADD COLUMN`` reaching
+        the stream) added to the target, NULL in its rows, before any event carries them:
+        the batches' MERGEs name every column of the plan. (The state's log gains them
+        when first appended to.)"""
+        if not self.target.exists():
+            return
+        have = {f.name.lower() for f in self.target.read().schema.fields}
+        new = [f for f in self.plan.schema.fields if f.name.lower() not in have]
+        if new:
+            self.target.add_columns(new)
 
     def events(self, batch: DataFrame) -> DataFrame:
         return batch_events(self.plan, self.state, batch)

@@ -4,23 +4,31 @@ Each event has the target's columns, its ``sequence_by`` value (``SEQ``) and whe
 an upsert or a delete (``OP``); ``where`` drops rows first. A NULL sequence value or key
 fails the batch with a named error (such an event has no place in any order). A truncate
 becomes a delete of every live key older than it, and events older than a truncate already
-applied are dropped (SCD1 only).
+applied are dropped (SCD1 only). With ``unavailable_columns`` each event also carries the
+names of the columns it does not have (``UNAVAILABLE``): :func:`available` tells SCD1 and
+SCD2 which values to take and which to carry forward from before the event.
 """
 
 from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from headwater.pipelines.cdc.state import STATE_DELETED, STATE_SEQ, CdcState
-from headwater.pipelines.define.auto_cdc import CdcPlan, expression
+from headwater.pipelines.define.auto_cdc import (
+    CHANGE_TYPE,
+    COMMIT_VERSION,
+    CdcPlan,
+    expression,
+)
 
 SEQ = "__hw_seq"
 OP = "__hw_op"
 UPSERT, DELETE = 0, 1  # on one sequence value an upsert sorts before a delete
 TRUNCATE = "__hw_truncate"
+UNAVAILABLE = "__hw_unavailable"
 NULL_SEQUENCE = (
     "[PIPELINE_AUTO_CDC_NULL_SEQUENCE] AUTO CDC from '{source}': an event has a NULL "
     "sequence_by value ({sequence}), so it cannot be ordered. Filter such events out "
@@ -40,6 +48,8 @@ def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
     if where is not None:
         batch = batch.filter(where)
     deletes = expression(spec, "apply_as_deletes")
+    if plan.change_feed:
+        batch, deletes = feed_changes(plan, batch, deletes)
     truncates = expression(spec, "apply_as_truncates")
     keys_text = ", ".join(plan.keys)
     checked_seq = F.when(
@@ -56,6 +66,7 @@ def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
         checked_seq.alias(SEQ),
         op.alias(OP),
         truncate.alias(TRUNCATE),
+        *([F.col(f"`{plan.unavailable}`").alias(UNAVAILABLE)] if plan.unavailable else []),
     )
     events = events.filter(
         F.col(TRUNCATE)
@@ -67,6 +78,25 @@ def batch_events(plan: CdcPlan, state: CdcState, batch: DataFrame) -> DataFrame:
     if truncates is None:
         return events.drop(TRUNCATE)
     return truncates_as_deletes(plan, state, events)
+
+
+def feed_changes(
+    plan: CdcPlan, batch: DataFrame, deletes: Column | None
+) -> tuple[DataFrame, Column]:
+    """A Delta table's change feed as events: the pre-images of updates dropped (the
+    post-image is the row), deletes from ``_change_type`` unless ``apply_as_deletes``
+    says otherwise, and a delete dropped when its commit also inserts the key (an
+    overwrite, which the feed shows as the old rows deleted and the new ones inserted):
+    in one commit the row written is what stands."""
+    change = F.col(f"`{CHANGE_TYPE}`")
+    batch = batch.filter(change != F.lit("update_preimage"))
+    if deletes is None:
+        deletes = change == F.lit("delete")
+    commit = Window.partitionBy(*[F.col(f"`{k}`") for k in plan.keys], F.col(f"`{COMMIT_VERSION}`"))
+    written = F.max((~F.coalesce(deletes, F.lit(False))).cast("int")).over(commit) == 1
+    batch = batch.withColumn("__hw_written", written)
+    kept = batch.filter(~(F.coalesce(deletes, F.lit(False)) & F.col("__hw_written")))
+    return kept.drop("__hw_written"), deletes
 
 
 def truncates_as_deletes(plan: CdcPlan, state: CdcState, events: DataFrame) -> DataFrame:
@@ -99,5 +129,15 @@ def truncates_as_deletes(plan: CdcPlan, state: CdcState, events: DataFrame) -> D
         ],
         F.lit(last[0]).alias(SEQ),
         F.lit(DELETE).alias(OP),
+        *([F.lit(None).cast("array<string>").alias(UNAVAILABLE)] if plan.unavailable else []),
     )
     return rows.filter(F.col(SEQ) > F.lit(last[0])).unionByName(synthetic)
+
+
+def available(plan: CdcPlan, column: str, names: Column | None = None) -> Column:
+    """Whether an event carries ``column``: not among the names in ``names`` (default:
+    the events' ``UNAVAILABLE``; always true without ``unavailable_columns``)."""
+    if plan.unavailable is None:
+        return F.lit(True)
+    listed = F.coalesce(names if names is not None else F.col(UNAVAILABLE), F.array())
+    return ~F.exists(listed, lambda name: F.lower(name) == F.lit(column.lower()))

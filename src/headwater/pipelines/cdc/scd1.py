@@ -2,18 +2,21 @@
 
 A batch's events no newer than what the state (or the target's sequence column) knows of
 their key are dropped; per key the newest remaining event wins (with
-``ignore_null_updates`` each column keeps its own clock instead: :mod:`.scd1_nulls`). The target commits first, then the state: a batch replayed after a crash between
-the two skips the target's MERGE (already recorded) and the state catches up.
+``ignore_null_updates`` each column keeps its own clock instead: :mod:`.scd1_nulls`). With
+``unavailable_columns`` a column an event does not carry takes the newest value of the
+key's batch events since their last delete that carry it, else (no delete in the batch)
+the target's own. The target commits first, then the state: a batch replayed after a crash
+between the two skips the target's MERGE (already recorded) and the state catches up.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from headwater import api
 from headwater.pipelines.cdc import scd1_nulls
-from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UPSERT
+from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UPSERT, available
 from headwater.pipelines.cdc.state import (
     STATE_AT,
     STATE_DELETED,
@@ -67,9 +70,11 @@ def apply_scd1(
         )
     known = events if state is None else events.join(state, keys, "left")
     newer = known.filter(F.col("__hw_prev").isNull() | (F.col(SEQ) > F.col("__hw_prev")))
-    data = [c for c in plan.columns if c not in keys]
+    data = list(plan.data)
     order = F.struct(F.col(SEQ), F.col(OP))  # on a tie, a delete wins (as in SDP)
     values = [F.max_by(F.col(f"`{c}`"), order).alias(c) for c in data]
+    if plan.unavailable:
+        newer, values = carried_forward(plan, newer, order)
     changes = (
         newer.groupBy(*keys)
         .agg(
@@ -87,7 +92,7 @@ def apply_scd1(
                 "matched",
                 "update",
                 f"s.{OP} = {UPSERT}{newer_than}",
-                {f"`{c}`": F.col(f"s.`{c}`") for c in data},
+                {f"`{c}`": updated(plan, i, c) for i, c in enumerate(data)},
             ),
             api.Clause(
                 "not_matched",
@@ -112,6 +117,33 @@ def apply_scd1(
         return result
     finally:
         changes.unpersist()
+
+
+def carried_forward(
+    plan: CdcPlan, events: DataFrame, order: Column
+) -> tuple[DataFrame, list[Column]]:
+    """``unavailable_columns``: each column's value is the newest of the key's events
+    (after its last delete in the batch) that carry it, and ``__hw_keep_<i>`` whether none
+    does and the batch deleted nothing, so the target keeps its own value."""
+    last_delete = F.max(F.when(F.col(OP) == DELETE, F.col(SEQ))).over(
+        Window.partitionBy(*plan.keys)
+    )
+    events = events.withColumn("__hw_ld", last_delete)
+    after = F.col("__hw_ld").isNull() | (F.col(SEQ) > F.col("__hw_ld"))
+    values = []
+    for i, c in enumerate(plan.data):
+        usable = (F.col(OP) == UPSERT) & available(plan, c) & after
+        values.append(F.max_by(F.col(f"`{c}`"), F.when(usable, order)).alias(c))
+        found = F.max(usable.cast("int")) == 1
+        values.append((~found & F.max("__hw_ld").isNull()).alias(f"__hw_keep_{i}"))
+    return events, values
+
+
+def updated(plan: CdcPlan, i: int, c: str) -> Column:
+    """The MERGE's new value of the target's column ``c`` (the ``i``-th data column)."""
+    if not plan.unavailable:
+        return F.col(f"s.`{c}`")
+    return F.when(F.col(f"s.__hw_keep_{i}"), F.col(f"t.`{c}`")).otherwise(F.col(f"s.`{c}`"))
 
 
 def apply_ignoring_nulls(

@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from headwater import api
-from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UPSERT
+from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UPSERT, available
 from headwater.pipelines.cdc.state import (
     LAST_DELETE,
     STATE_AT,
@@ -93,7 +93,8 @@ def changes(plan: CdcPlan, events: DataFrame, state: DataFrame | None) -> DataFr
     after_delete = F.col("__hw_ld").isNull() | (F.col(SEQ) > F.col("__hw_ld"))
     values: list[Column] = []
     for i, c in enumerate(data):
-        usable = (F.col(OP) == UPSERT) & F.col(f"`{c}`").isNotNull() & after_delete
+        carried = available(plan, c)  # an unavailable value is left out as a NULL is
+        usable = (F.col(OP) == UPSERT) & F.col(f"`{c}`").isNotNull() & carried & after_delete
         at = F.when(usable, F.col(SEQ))
         values += [F.max_by(F.col(f"`{c}`"), at).alias(c), F.max(at).alias(f"__hw_bseq_{i}")]
     folded = events.groupBy(*keys).agg(

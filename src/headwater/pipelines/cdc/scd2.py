@@ -7,7 +7,8 @@ before a delete; an event seen again counts once): an upsert opens a version whe
 version is open or a tracked column differs from the open one's; otherwise it updates
 the open version's untracked columns in place (an identical repeat changes nothing); a
 delete closes the open version. With ``ignore_null_updates`` a NULL takes the value
-before it, since the last delete. :func:`history` states them over plain values.
+before it, since the last delete; so does a column an event does not carry (named in its
+``unavailable_columns``), which the log keeps the names of. :func:`history` states them over plain values.
 
 Every event counts again when a late one lands before it: an event absorbed into a
 version (an identical repeat, an untracked change) opens one of its own if the late event
@@ -36,11 +37,12 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from headwater import api
-from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UPSERT
+from headwater.pipelines.cdc.events import DELETE, OP, SEQ, UNAVAILABLE, UPSERT, available
 from headwater.pipelines.cdc.state import (
     STATE_AT,
     STATE_DELETED,
     STATE_SEQ,
+    STATE_UNAVAILABLE,
     CdcResult,
     CdcState,
     append_state,
@@ -201,6 +203,10 @@ def known(plan: CdcPlan, state: CdcState, target: api.TableDoor, events: DataFra
         F.struct(*[F.col(f"`{c}`") for c in rest]).alias(WAS),
     )
     none = F.lit(None).cast(rows.schema[WAS].dataType).alias(WAS)
+    carries: list[Column] = []  # the names of the columns each event does not carry
+    if plan.unavailable:
+        rows = rows.withColumn(UNAVAILABLE, F.lit(None).cast("array<string>"))
+        carries = [F.col(UNAVAILABLE)]
     log = state.rows()
     if log is not None:
         logged = log.join(touched, keys, "left_semi")
@@ -217,9 +223,19 @@ def known(plan: CdcPlan, state: CdcState, target: api.TableDoor, events: DataFra
                 F.when(F.col(STATE_DELETED), F.lit(DELETE)).otherwise(F.lit(UPSERT)).alias(OP),
                 F.lit(LOGGED).alias(SRC),
                 none,
+                *(
+                    [
+                        F.col(STATE_UNAVAILABLE).alias(UNAVAILABLE)
+                        if STATE_UNAVAILABLE in present
+                        else F.lit(None).cast("array<string>").alias(UNAVAILABLE)
+                    ]
+                    if plan.unavailable
+                    else []
+                ),
             )
         )
-    return rows.unionByName(events.select(*columns, SEQ, OP, F.lit(ARRIVED).alias(SRC), none))
+    arrived = events.select(*columns, SEQ, OP, F.lit(ARRIVED).alias(SRC), none, *carries)
+    return rows.unionByName(arrived)
 
 
 def ordered(plan: CdcPlan, rows: DataFrame) -> DataFrame:
@@ -238,7 +254,8 @@ def ordered(plan: CdcPlan, rows: DataFrame) -> DataFrame:
     rows = rows.withColumn(EVENT, ~repeat)
     is_upsert = F.col(EVENT) & (F.col(OP) == UPSERT)
     values: dict[str, Column] = {c: F.col(f"`{c}`") for c in data}
-    if plan.spec.ignore_null_updates:  # a null takes the value before it, since a delete
+    if plan.spec.ignore_null_updates or plan.unavailable:
+        # a null (an unavailable value) takes the value before it, since a delete
         deletes = (F.col(EVENT) & (F.col(OP) == DELETE)).cast("int")
         rows = rows.withColumn("__hw_era", F.sum(deletes).over(upto))
         era = (
@@ -246,9 +263,7 @@ def ordered(plan: CdcPlan, rows: DataFrame) -> DataFrame:
             .orderBy(SEQ, OP, SRC)
             .rowsBetween(Window.unboundedPreceding, Window.currentRow)
         )
-        values = {
-            c: F.last(F.when(is_upsert, v), ignorenulls=True).over(era) for c, v in values.items()
-        }
+        values = {c: carried(plan, c, v, is_upsert, era) for c, v in values.items()}
     rows = rows.select("*", *[v.alias(filled(c)) for c, v in values.items()])
     tracked = F.struct(*[F.col(filled(c)) for c in plan.tracked]) if plan.tracked else F.lit(1)
     prev_op = F.last(F.when(F.col(EVENT), F.col(OP)), ignorenulls=True).over(before)
@@ -256,6 +271,18 @@ def ordered(plan: CdcPlan, rows: DataFrame) -> DataFrame:
     opens = is_upsert & (prev_op.isNull() | (prev_op == DELETE) | ~prev_tracked.eqNullSafe(tracked))
     rows = rows.withColumn(OPENS, opens)
     return rows.withColumn(VERSION, F.sum(F.col(OPENS).cast("int")).over(upto))
+
+
+def carried(plan: CdcPlan, c: str, v: Column, is_upsert: Column, era: Any) -> Column:
+    """Column ``c``'s value at each row: the newest of the era's upserts that carry it (a
+    NULL is not carried with ``ignore_null_updates``, an unavailable value never is)."""
+    if not plan.unavailable:
+        return F.last(F.when(is_upsert, v), ignorenulls=True).over(era)
+    usable = is_upsert & available(plan, c)
+    if plan.spec.ignore_null_updates:
+        usable = usable & v.isNotNull()
+    # (wrapped: a NULL an event carries is a value to take, not one last() skips)
+    return F.last(F.when(usable, F.struct(v.alias("v"))), ignorenulls=True).over(era)["v"]
 
 
 def aggregate(plan: CdcPlan, rows: DataFrame) -> DataFrame:
@@ -270,6 +297,7 @@ def aggregate(plan: CdcPlan, rows: DataFrame) -> DataFrame:
         F.col(SEQ).alias(SEQ),
         F.col(OP).alias(OP),
         F.col(OPENS).alias(OPENS),
+        *([F.col(UNAVAILABLE).alias(UNAVAILABLE)] if plan.unavailable else []),
     )
     held = F.struct(F.col(SEQ).alias(START_AT), F.col(WAS).alias(WAS))
     return rows.groupBy(*keys, VERSION).agg(
@@ -340,6 +368,8 @@ def log_rows(plan: CdcPlan, versions: DataFrame) -> DataFrame:
     e = F.col("__hw_e")
     equal = all_equal((e.getField(c), F.col(f"`{c}`")) for c in data)
     needed = (e.getField(OP) == DELETE) | ~e.getField(OPENS) | ~equal
+    if plan.unavailable:  # its row cannot tell which of its values it did not carry
+        needed = needed | (F.size(F.coalesce(e.getField(UNAVAILABLE), F.array())) > 0)
     found = versions.select(
         *[F.col(f"`{c}`") for c in plan.columns], F.explode(NEW_EVENTS).alias("__hw_e")
     ).filter(needed)
@@ -349,4 +379,5 @@ def log_rows(plan: CdcPlan, versions: DataFrame) -> DataFrame:
         e.getField(SEQ).alias(STATE_SEQ),
         (e.getField(OP) == DELETE).alias(STATE_DELETED),
         F.current_timestamp().cast("timestamp").alias(STATE_AT),
+        *([e.getField(UNAVAILABLE).alias(STATE_UNAVAILABLE)] if plan.unavailable else []),
     )

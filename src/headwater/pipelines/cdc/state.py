@@ -24,7 +24,14 @@ from datetime import datetime, timedelta, timezone
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import IsNotNull, LessThan
-from pyspark.sql.types import BooleanType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from headwater import api
 from headwater.pipelines.define.auto_cdc import CdcPlan
@@ -33,6 +40,7 @@ STATE_SEQ = "__sequence"
 STATE_DELETED = "__deleted"
 STATE_AT = "__deleted_at"
 LAST_DELETE = "__last_delete"  # SCD1 with ignore_null_updates (see .scd1_nulls)
+STATE_UNAVAILABLE = "__unavailable"  # SCD2 with unavailable_columns: what an event lacked
 
 
 def column_seq(column: str) -> str:
@@ -60,6 +68,8 @@ def state_schema(plan: CdcPlan) -> StructType:
     if not plan.scd2 and plan.spec.ignore_null_updates:
         data = [c for c in plan.columns if c not in plan.keys]
         by_column = [StructField(n, seq, True) for n in [LAST_DELETE, *map(column_seq, data)]]
+    if plan.scd2 and plan.unavailable:
+        by_column = [StructField(STATE_UNAVAILABLE, ArrayType(StringType()), True)]
     return StructType(
         [
             *[plan.schema[c] for c in names],

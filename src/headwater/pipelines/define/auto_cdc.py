@@ -16,7 +16,14 @@ from typing import Any
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from headwater.adapter.resolution import current
 from headwater.errors import PipelineDefinitionError
@@ -26,6 +33,13 @@ START_AT = "__START_AT"
 END_AT = "__END_AT"
 TOMBSTONE_RETENTION = "pipelines.cdc.tombstoneGCThresholdInSeconds"
 DEFAULT_TOMBSTONE_SECONDS = 2 * 24 * 3600
+# A Delta table's change data feed (readChangeFeed, Spark's changes()): its columns
+CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = (
+    "_change_type",
+    "_commit_version",
+    "_commit_timestamp",
+)
+FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,13 @@ class CdcPlan:
     sequence_type: DataType
     schema: StructType  # the target's
     sequence_column: str | None = None  # the target's column sequence_by names, if any
+    unavailable: str | None = None  # the source's column unavailable_columns names
+    change_feed: bool = False  # the source is a Delta table's change feed
+
+    @property
+    def data(self) -> tuple[str, ...]:
+        """The target's non-key columns."""
+        return tuple(c for c in self.columns if c not in self.keys)
 
     @property
     def scd2(self) -> bool:
@@ -101,11 +122,25 @@ def resolve(spark: SparkSession, spec: AutoCdc, source: StructType, origin: Orig
             "PIPELINE_AUTO_CDC_INVALID",
             "apply_as_truncates applies to SCD type 1 only (a truncate has no place in a history).",
         )
+    unavailable = None
+    if spec.unavailable_columns is not None:
+        unavailable = named([spec.unavailable_columns], "unavailable_columns")[0]
+        found_type = source[unavailable].dataType
+        if found_type != ArrayType(StringType(), True) and found_type != ArrayType(StringType()):
+            raise fail(
+                "PIPELINE_AUTO_CDC_INVALID",
+                f"unavailable_columns names '{unavailable}', of type "
+                f"{found_type.simpleString()}: it must be an ARRAY<STRING> of column names.",
+            )
     if spec.column_list is not None:
         columns = named(spec.column_list, "column_list")
     else:
         dropped = {c.lower() for c in named(spec.except_column_list or (), "except_column_list")}
         columns = [f.name for f in source.fields if f.name.lower() not in dropped]
+    columns = [c for c in columns if c != unavailable]  # the events' own, never the target's
+    change_feed = {CHANGE_TYPE, COMMIT_VERSION} <= set(by_name)
+    if change_feed and spec.column_list is None:  # the feed's own columns stay out
+        columns = [c for c in columns if c.lower() not in FEED_COLUMNS]
     missing = [k for k in keys if k not in columns]
     if missing:
         raise fail(
@@ -160,6 +195,8 @@ def resolve(spark: SparkSession, spec: AutoCdc, source: StructType, origin: Orig
         types["sequence_by"],
         schema,
         sequence_column,
+        unavailable,
+        change_feed,
     )
 
 
@@ -225,6 +262,16 @@ def names_of(values: Any, argument: str) -> tuple[str, ...] | None:
     return tuple(out)
 
 
+def unavailable_name(value: Any) -> str | None:
+    """``unavailable_columns``: one column's name (or a Column naming it)."""
+    names = names_of(value, "unavailable_columns")
+    if names is None:
+        return None
+    if len(names) != 1:
+        raise TypeError("unavailable_columns takes one column (an ARRAY<STRING> of names).")
+    return names[0]
+
+
 def auto_cdc(
     source: str,
     keys: Any,
@@ -238,6 +285,7 @@ def auto_cdc(
     stored_as_scd_type: Any = 1,
     track_history_column_list: Any = None,
     track_history_except_column_list: Any = None,
+    unavailable_columns: Any = None,
 ) -> AutoCdc:
     """The spec of the arguments of ``create_auto_cdc_flow`` / ``apply_changes``:
     expressions as SQL text or Columns (classic Columns are kept and used as given)."""
@@ -282,6 +330,7 @@ def auto_cdc(
         track_history_except_column_list=names_of(
             track_history_except_column_list, "track_history_except_column_list"
         ),
+        unavailable_columns=unavailable_name(unavailable_columns),
         columns=columns,
     )
 

@@ -300,11 +300,14 @@ def create_auto_cdc_flow(
     ignore_null_updates_except_column_list: Any = None,
     system_sequence_by: Any = None,
     columns_to_update: Any = None,
+    unavailable_columns: Any = None,
 ) -> None:
     """A flow applying the change events of ``source`` (a stream) to ``target`` (a
     streaming table) as SCD type 1 or 2, ordered by ``sequence_by`` whatever order they
     arrive in (see :mod:`headwater.pipelines.cdc.apply`). The arguments in ``dlt``'s order;
-    the platform's newer ones are taken by name (a value is refused, not ignored)."""
+    the platform's newer ones are taken by name (a value is refused, not ignored).
+    ``unavailable_columns`` names a source column (``ARRAY<STRING>``) listing, per event,
+    the columns it does not carry: they keep the value they had before it."""
     not_supported(
         ignore_null_updates_column_list=ignore_null_updates_column_list,
         ignore_null_updates_except_column_list=ignore_null_updates_except_column_list,
@@ -324,6 +327,7 @@ def create_auto_cdc_flow(
         stored_as_scd_type=stored_as_scd_type,
         track_history_column_list=track_history_column_list,
         track_history_except_column_list=track_history_except_column_list,
+        unavailable_columns=unavailable_columns,
     )
     flow = cdc_flow(target, spec, origin_of_caller(), flow_name or name, spark_conf, once)
     active_registry().add_flow(flow)
@@ -391,6 +395,7 @@ def sdp_create_auto_cdc_flow(
     track_history_column_list: Any = None,
     track_history_except_column_list: Any = None,
     spark_conf: Mapping[str, str] | None = None,
+    unavailable_columns: Any = None,
 ) -> None:
     """``pyspark.pipelines.create_auto_cdc_flow`` in SDP's argument order (installed
     while sources load: SDP's own builds Spark Connect Columns, which need grpc). The

@@ -168,6 +168,9 @@ class AutoCdc:
     scd_type: int = 1
     track_history_column_list: tuple[str, ...] | None = None
     track_history_except_column_list: tuple[str, ...] | None = None
+    unavailable_columns: str | None = None
+    """A source column (``ARRAY<STRING>``) naming, per event, the columns the event does not
+    carry (Debezium's unavailable TOAST values): they keep the value before the event."""
     columns: Mapping[str, Any] = field(default_factory=dict, compare=False)
     """Columns given instead of text, by field (``sequence_by``, ``apply_as_deletes``...)."""
     from_snapshot: bool = False  # events are the differences between full snapshots

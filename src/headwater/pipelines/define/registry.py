@@ -128,6 +128,7 @@ class Registry(GraphElementRegistry):
             stored_as_scd_type=flow.stored_as_scd_type or 1,
             track_history_column_list=given("track_history_column_list") or None,
             track_history_except_column_list=given("track_history_except_column_list") or None,
+            unavailable_columns=given("unavailable_columns"),
         )
         origin = origin_of(flow.source_code_location)
         conf = dict(given("spark_conf") or {})

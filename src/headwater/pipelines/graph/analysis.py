@@ -19,13 +19,18 @@ from dataclasses import dataclass, field, replace
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from headwater import api, storage
 from headwater.adapter.resolution import resolving
 from headwater.errors import HeadwaterError, PipelineDefinitionError
 from headwater.pipelines.cdc.snapshots import snapshot_schema
-from headwater.pipelines.define.auto_cdc import resolve
+from headwater.pipelines.define.auto_cdc import (
+    CHANGE_TYPE,
+    COMMIT_TIMESTAMP,
+    COMMIT_VERSION,
+    resolve,
+)
 from headwater.pipelines.define.elements import Dataset, DatasetKind, Flow
 from headwater.pipelines.define.registry import Registry
 from headwater.pipelines.graph.kafka import (
@@ -256,7 +261,7 @@ def analyse(
                 )
             plain[0] = False
             return view
-        found = _placeholder(spark, graph.schemas[key], streaming, scratch)
+        found = _placeholder(spark, _as_read(graph.schemas[key], options), streaming, scratch)
         plain[0] = plain[0] and not streaming and not options
         taken.setdefault(key, []).append(found)
         return found
@@ -437,6 +442,22 @@ def _order(graph: Graph) -> list[str]:
             done.extend(remaining)
             break
     return done
+
+
+def _as_read(schema: StructType, options: Mapping[str, str]) -> StructType:
+    """A dataset's columns as a read with ``options`` gives them: its change data feed
+    (``readChangeFeed``) adds the feed's columns."""
+    feed = any(
+        k.lower() == "readchangefeed" and str(v).lower() == "true" for k, v in options.items()
+    )
+    if not feed:
+        return schema
+    added = [
+        StructField(CHANGE_TYPE, StringType()),
+        StructField(COMMIT_VERSION, LongType()),
+        StructField(COMMIT_TIMESTAMP, TimestampType()),
+    ]
+    return StructType([*schema.fields, *added])
 
 
 def _placeholder(

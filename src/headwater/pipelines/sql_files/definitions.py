@@ -93,6 +93,7 @@ CDC_CLAUSES = (
     ("COLUMNS",),
     ("STORED", "AS", "SCD", "TYPE"),
     ("TRACK", "HISTORY", "ON"),
+    ("UNAVAILABLE", "COLUMNS", "IN"),
 )
 
 
@@ -508,7 +509,7 @@ def parse_auto_cdc(
             raise cursor.error(
                 f"Unexpected {cursor.found()}: expected KEYS, IGNORE NULL UPDATES, APPLY AS "
                 "DELETE WHEN, APPLY AS TRUNCATE WHEN, SEQUENCE BY, COLUMNS, STORED AS SCD "
-                "TYPE or TRACK HISTORY ON."
+                "TYPE, TRACK HISTORY ON or UNAVAILABLE COLUMNS IN."
             )
         words = " ".join(clause)
         field_name, value = CDC_FIELDS[words], None
@@ -545,6 +546,7 @@ CDC_FIELDS: dict[str, str | tuple[str, str]] = {
     "COLUMNS": ("column_list", "except_column_list"),
     "STORED AS SCD TYPE": "scd_type",
     "TRACK HISTORY ON": ("track_history_column_list", "track_history_except_column_list"),
+    "UNAVAILABLE COLUMNS IN": "unavailable_columns",
 }
 
 
@@ -559,6 +561,11 @@ def cdc_clause(cursor: DefinitionCursor, clause: str) -> Any:
         return int(cursor.toks[cursor.i - 1].text)
     if clause in ("COLUMNS", "TRACK HISTORY ON"):
         return column_selection(cursor)
+    if clause == "UNAVAILABLE COLUMNS IN":  # one column: the event's ARRAY<STRING> of names
+        sub = cursor.sub(cursor.until(CDC_CLAUSES))
+        found = sub.name("the column naming the unavailable columns").plain
+        sub.finish("the column naming the unavailable columns")
+        return found
     return cursor.expression(cursor.until(CDC_CLAUSES), "an expression")
 
 
