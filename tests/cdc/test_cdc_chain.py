@@ -92,6 +92,20 @@ def wait_for_messages(broker, topic: str, count: int, timeout: float = 60) -> No
     raise AssertionError(f"{topic} holds fewer than {count} messages after {timeout}s")
 
 
+def project(tmp_path: Path, name: str, bootstrap: str, topic: str, pipeline: str) -> Path:
+    """A pipeline folder with ``pipeline`` (Python) reading ``topic``."""
+    root = tmp_path / "pipeline"
+    (root / "transformations").mkdir(parents=True)
+    (root / "transformations" / "cdc.py").write_text(pipeline)
+    spec = {
+        "name": name, "storage": str(root / "storage"), "database": name,
+        "configuration": {"bootstrap": bootstrap, "topic": topic},
+        "libraries": [{"glob": {"include": "transformations/**"}}],
+    }  # fmt: skip
+    (root / "spark-pipeline.yml").write_text(yaml.safe_dump(spec))
+    return root
+
+
 def test_scd1_mirrors_and_scd2_records_the_database(
     spark, broker, postgres, connect_classpath, tmp_path: Path
 ):
@@ -106,15 +120,7 @@ def test_scd1_mirrors_and_scd2_records_the_database(
         "'2024-01-02 03:04:05+02'::timestamptz FROM generate_series(1, 5) i",
     )
     topic = f"{name}.public.accounts"
-    root = tmp_path / "pipeline"
-    (root / "transformations").mkdir(parents=True)
-    (root / "transformations" / "cdc.py").write_text(PIPELINE)
-    spec = {
-        "name": name, "storage": str(root / "storage"), "database": name,
-        "configuration": {"bootstrap": broker.bootstrap, "topic": topic},
-        "libraries": [{"glob": {"include": "transformations/**"}}],
-    }  # fmt: skip
-    (root / "spark-pipeline.yml").write_text(yaml.safe_dump(spec))
+    root = project(tmp_path, name, broker.bootstrap, topic, PIPELINE)
     config = connector_config(name, postgres, ["public.accounts"])
     with kafka_connect(connect_classpath, broker.bootstrap, {name: config}):
         expected = 5
