@@ -66,3 +66,47 @@ def test_toasted_column_left_out_and_a_column_added_mid_stream(
             run_until_equal(spark, root, postgres, name, "id, title, body, pages")
     finally:
         postgres.execute("DROP TABLE docs")
+
+
+def test_a_stream_fails_on_a_new_column_and_reads_it_when_restarted(
+    spark, broker, postgres, connect_classpath
+):
+    from pyspark.errors import StreamingQueryException
+
+    from headwater import debezium
+
+    name = f"s{uuid.uuid4().hex[:8]}"
+    postgres.execute("CREATE TABLE notes (id INT PRIMARY KEY, title TEXT)",
+                     "INSERT INTO notes VALUES (1, 'one')")  # fmt: skip
+    topic = f"{name}.public.notes"
+    config = connector_config(name, postgres, ["public.notes"])
+
+    def changes():
+        stream = (spark.readStream.format("kafka")
+                  .option("kafka.bootstrap.servers", broker.bootstrap)
+                  .option("subscribe", topic).option("startingOffsets", "earliest").load())  # fmt: skip
+        return debezium.changes(stream)
+
+    def drain(out, query_name: str):
+        query = (out.writeStream.format("memory").queryName(query_name)
+                 .trigger(availableNow=True).start())  # fmt: skip
+        query.awaitTermination()
+        return spark.table(query_name).orderBy("_sequence")
+
+    try:
+        with kafka_connect(connect_classpath, broker.bootstrap, {name: config}):
+            wait_for_messages(broker, topic, 1)
+            before = changes()  # its columns are fixed now
+            assert before.columns[:2] == ["id", "title"] and "pages" not in before.columns
+            postgres.execute("ALTER TABLE notes ADD COLUMN pages INT",
+                             "INSERT INTO notes VALUES (2, 'two', 7)")  # fmt: skip
+            wait_for_messages(broker, topic, 2)
+            with pytest.raises(StreamingQueryException, match="DEBEZIUM_SCHEMA_CHANGED"):
+                drain(before, f"{name}_old")
+            rows = drain(changes(), f"{name}_new")  # started again: the new schema
+            assert [(r.id, r.title, r.pages) for r in rows.collect()] == [
+                (1, "one", None),
+                (2, "two", 7),
+            ]
+    finally:
+        postgres.execute("DROP TABLE notes")
