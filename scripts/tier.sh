@@ -16,6 +16,8 @@
 #                data), apart from delta-spark's so that CI's two lanes end together.
 #   kafka        pyspark 4.2.0 + Spark's Kafka connector (jars/pom.xml's kafka profile) and
 #                a KRaft broker from the kafka-broker jars; tests/kafka.
+#   cdc          the kafka venv and jars, plus PostgreSQL and Kafka Connect with Debezium
+#                (the cdc jars); tests/cdc.
 #
 # The install is repeated only when what pip reads changed (pyproject.toml, this script,
 # the checkout's place, the venv's Python) or when HEADWATER_REINSTALL=1, as in setup.sh;
@@ -25,8 +27,20 @@ cd "$(dirname "$0")/.."
 
 die() { echo "tier.sh: $*" >&2; exit 2; }
 
+# PostgreSQL's server programs for the cdc tier, from Debian when initdb is missing (as
+# setup.sh does for Java); the tests find them in /usr/lib/postgresql/<version>/bin.
+ensure_postgres() {
+  command -v initdb >/dev/null 2>&1 && return
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && return
+  command -v apt-get >/dev/null 2>&1 || die "PostgreSQL is missing and there is no apt-get to install it; install PostgreSQL 15"
+  echo "== installing PostgreSQL (postgresql)"
+  local sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null
+}
+
 TIER="${1:-}"
-[ -n "$TIER" ] || die "name a tier: delta-spark engines-bench parity on-delta-spark kafka"
+[ -n "$TIER" ] || die "name a tier: delta-spark engines-bench parity on-delta-spark kafka cdc"
 shift
 case "$TIER" in
   delta-spark)
@@ -107,7 +121,17 @@ case "$TIER" in
     JAR_TIERS=(kafka kafka-broker)
     TESTS=(tests/kafka)
     ;;
-  *) die "no tier '$TIER' (tiers: delta-spark engines-bench parity on-delta-spark kafka)" ;;
+  cdc)
+    # Database change data capture end to end: PostgreSQL (installed from Debian when
+    # initdb is missing), Debezium's PostgreSQL connector on Kafka Connect (the cdc jars),
+    # the Kafka tier's broker and venv; tests/cdc.
+    VENV_OF=kafka
+    PIP_ARGS=(-e ".[test,cdc]" "pyspark==4.2.0" "confluent-kafka==2.16.1")
+    JAR_TIERS=(kafka kafka-broker cdc)
+    TESTS=(tests/cdc)
+    ensure_postgres
+    ;;
+  *) die "no tier '$TIER' (tiers: delta-spark engines-bench parity on-delta-spark kafka cdc)" ;;
 esac
 
 command -v java >/dev/null 2>&1 || die "Java is missing: run scripts/setup.sh first (it installs Java 17)"

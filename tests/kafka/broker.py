@@ -73,6 +73,25 @@ def server_properties(port: int, controller: int, log_dir: Path) -> str:
     return "".join(f"{key}={value}\n" for key, value in props.items())
 
 
+def stop_process_group(process: subprocess.Popen | None, kill: bool = False) -> None:
+    """SIGTERM (a clean shutdown) or SIGKILL to a process started in a session of its
+    own, and its children; killed anyway after ``STOP_TIMEOUT``."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=STOP_TIMEOUT)
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a log file ('' when there is none yet)."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
 @dataclass
 class Broker:
     """One broker process; ``stop()`` and ``start()`` again keep its ports and data, so a
@@ -144,14 +163,7 @@ class Broker:
     def stop(self, kill: bool = False) -> None:
         """SIGTERM (a clean shutdown) or SIGKILL; killed anyway after ``STOP_TIMEOUT``."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=STOP_TIMEOUT)
+        stop_process_group(process, kill)
 
     def restart(self, kill: bool = False) -> float:
         """Stop the broker (SIGTERM, or SIGKILL as a crash) and start it again on the same
@@ -163,8 +175,7 @@ class Broker:
         return time.monotonic() - began
 
     def log_tail(self, lines: int = 40) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+        return tail(self.log, lines)
 
     # Clients -----------------------------------------------------------------------------
 
