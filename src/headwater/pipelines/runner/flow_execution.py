@@ -171,7 +171,7 @@ class FlowExecutor:
                     quarantine=aside,
                 )
             if flow.auto_cdc is not None or df.isStreaming:
-                if run.query is not None:  # (snapshot flows are applied in batch)
+                if run.query is not None:  # (snapshots are applied in batch; idle: none)
                     flow_runs.await_stream(run.query, run, self.ctx.stop, self.batch_done)
                 return
             app_id = f"headwater-pipeline:{self.ctx.log.pipeline_id}:{once_key}"

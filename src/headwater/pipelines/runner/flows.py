@@ -34,6 +34,7 @@ from headwater.pipelines.graph.analysis import AnalysedFlow
 from headwater.pipelines.graph.kafka import connector_missing, is_connector_missing
 from headwater.pipelines.layout.folders import Layout
 from headwater.pipelines.runner.expectations import Quality, Rules
+from headwater.pipelines.runner import idle_streams
 from headwater.pipelines.runner.failures import one_line
 from headwater.pipelines.runner.interrupt import BatchGate, stopped_by_request
 from headwater.storage.checkpoints import clear_unwritten_first_batch
@@ -244,11 +245,15 @@ def start_stream(
     run: FlowRun,
     rules: Rules,
     quarantine: str | None = None,
-) -> StreamingQuery:
+) -> StreamingQuery | None:
     """Start ``df`` streaming into the flow's table or sink, with the flow's checkpoint;
     ``run`` counts the rows each committed micro-batch wrote, and the checks of ``rules``
-    (rows breaking quarantine rules go to the table ``quarantine``)."""
+    (rows breaking quarantine rules go to the table ``quarantine``). None: the stream has
+    nothing new to read (:mod:`.idle_streams`), so it is not started."""
     checkpoint = layout.checkpoint(af.flow.name)
+    if idle_streams.nothing_new(df, checkpoint, trigger):
+        run.read(0, 0)  # (what a run that found nothing reports)
+        return None
     gate = run.gate.wrap if run.gate is not None else _ungated
     if dataset.kind == "sink":
         writer = df.writeStream.format(dataset.format or "delta").options(**dataset.options)
@@ -310,7 +315,7 @@ def apply_changes(
     app_id: str,
 ) -> StreamingQuery | None:
     """Run an AUTO CDC flow: snapshots are applied now (None); change events stream (the
-    query). ``app_id`` makes each batch's commits idempotent."""
+    query; None when there are none new). ``app_id`` makes each batch's commits idempotent."""
     spec = af.flow.auto_cdc
     assert spec is not None
     if spec.from_snapshot:
@@ -325,6 +330,9 @@ def apply_changes(
     applier.prepare()
     run.counts_writes = True
     run.changes = {"num_upserted_rows": 0, "num_deleted_rows": 0}
+    if idle_streams.nothing_new(df, layout.checkpoint(af.flow.name), trigger):
+        run.read(0, 0)  # not started: nothing new to apply (:mod:`.idle_streams`)
+        return None
 
     def batch(events: DataFrame, batch_id: int) -> None:
         result = applier.apply(events, batch_id)

@@ -93,7 +93,7 @@ def plan_view(
     kept, or a stand-in without its input's columns at the version read (its schema
     changed since the definition was analysed): planned on ``real()``."""
     analysed = af.query
-    if analysed is not None and not quarantines and _stands_in(spark, analysed, versions):
+    if analysed is not None and not quarantines and _reads_now(analysed, versions):
         planned = _plan(
             spark,
             af,
@@ -105,7 +105,10 @@ def plan_view(
             state_folder=state_folder,
         )
         plan, _, changed = planned
-        if plan.technique == Technique.NO_OP or (changed is not None and changed.arrow is not None):
+        if plan.technique == Technique.NO_OP:  # (nothing read: the stand-ins' columns moot)
+            return planned
+        arrow = changed is not None and changed.arrow is not None
+        if arrow and _stands_in(spark, analysed, versions):
             return planned
     df, frames = real()
     return _plan(
@@ -118,7 +121,7 @@ def _stands_in(
 ) -> bool:
     """Whether the analysed query reads the inputs read now, each stand-in with its
     input's columns at the version read."""
-    if set(analysed.reads) != set(versions):
+    if not _reads_now(analysed, versions):
         return False
     for key, stand_ins in analysed.reads.items():
         version = versions[key]
@@ -128,6 +131,11 @@ def _stands_in(
         if not all(same_columns(s.schema, stored) for s in stand_ins):
             return False
     return True
+
+
+def _reads_now(analysed: AnalysedQuery, versions: Mapping[str, int | None]) -> bool:
+    """Whether the analysed query reads the inputs read now, each with a version."""
+    return set(analysed.reads) == set(versions) and None not in versions.values()
 
 
 def same_columns(stand_in: StructType, stored: StructType) -> bool:
@@ -185,9 +193,9 @@ def _plan(
         shape=view_inputs.query_shape(df, frames),
         quarantines=quarantines,
         expectations=bool(dataset.expectations),
-        view_bytes=(
+        view_bytes=(  # (a NO_OP loads no snapshot: the view's size only when changed)
             view_inputs.data_bytes(view.location, view_version)
-            if view_version is not None
+            if view_version is not None and any(c != Change.NONE for c in changes.values())
             else None
         ),
         change_feed=frozenset(k for k, f in found.items() if f.change_feed),
