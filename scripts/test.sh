@@ -18,7 +18,7 @@ echo "== lint (ruff), layers (import-linter), types (mypy)"
 echo "== JVM jars the test tiers use (jars/pom.xml; fetched once, then from the cache)"
 # All of them now, one Maven at a time: the tiers below run side by side and then find
 # their jars in the cache (two Mavens writing one local repository could clash).
-bash scripts/fetch-jars.sh s3a delta-spark kafka kafka-broker >/dev/null
+bash scripts/fetch-jars.sh s3a delta-spark kafka kafka-broker cdc >/dev/null
 echo "== tests"
 # Two worker processes (HEADWATER_TEST_WORKERS; 0 runs in this process), whole files per
 # worker: each keeps one SparkSession for its files. Most tests wait on Spark's scheduler,
@@ -45,7 +45,9 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # 2026-11-29 (clean clone, 57 min in all): delta-spark 12:32 + kafka 7:36, on-delta-spark
 # 14:46 + engines-bench 1:41 + parity 9:02; the benchmark's smoke test moved to the first
 # lane, so the lanes take about 21.8 and 23.8 min.
-TIERS="${HEADWATER_TIERS-delta-spark+kafka+engines-bench on-delta-spark+parity}"
+# 2026-11-29 (evening): the cdc tier (PostgreSQL, Kafka Connect with Debezium, the broker;
+# about 2 min) ends the first lane, which took 19.6 min against the second's 22.6.
+TIERS="${HEADWATER_TIERS-delta-spark+kafka+engines-bench+cdc on-delta-spark+parity}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
 done

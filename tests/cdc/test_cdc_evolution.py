@@ -1,4 +1,4 @@
-"""What the chain needs from AUTO CDC beyond what it has on this branch: a TOASTed column
+"""What the chain needs from AUTO CDC beyond plain upserts: a TOASTed column
 Debezium leaves out of an update (REPLICA IDENTITY DEFAULT) keeps the target's value
 (``unavailable_columns``), and a column added in the database reaches the targets
 (schema evolution). headwater.debezium already hands both over: ``_unavailable`` names
@@ -14,9 +14,6 @@ import pytest
 from tests.cdc.chain import connector_config, kafka_connect
 from tests.cdc.test_cdc_chain import PIPELINE, project, wait_for_messages
 
-NEEDS = pytest.mark.xfail(
-    strict=True, reason="needs AUTO CDC unavailable_columns / schema evolution (h-cdcapply)"
-)
 EVOLVING = PIPELINE.replace(
     "except_column_list=META,", 'except_column_list=META, unavailable_columns="_unavailable",'
 )
@@ -38,7 +35,6 @@ def run_until_equal(spark, root, postgres, name: str, columns: str) -> None:
         assert [tuple(r) for r in got.collect()] == want
 
 
-@NEEDS
 def test_toasted_column_left_out_and_a_column_added_mid_stream(
     spark, broker, postgres, connect_classpath, tmp_path: Path
 ):

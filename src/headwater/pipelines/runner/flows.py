@@ -33,8 +33,8 @@ from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow
 from headwater.pipelines.graph.kafka import connector_missing, is_connector_missing
 from headwater.pipelines.layout.folders import Layout
-from headwater.pipelines.runner.expectations import Quality, Rules
 from headwater.pipelines.runner import idle_streams
+from headwater.pipelines.runner.expectations import Quality, Rules
 from headwater.pipelines.runner.failures import one_line
 from headwater.pipelines.runner.interrupt import BatchGate, stopped_by_request
 from headwater.storage.checkpoints import clear_unwritten_first_batch
