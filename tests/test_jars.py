@@ -19,8 +19,9 @@ from tests.jars import FETCH, ROOT, tier_jars
 
 BASH = shutil.which("bash") or "/bin/bash"
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
-# Runs in a JVM of its own (`java -cp`), so it keeps its whole closure.
-OWN_JVM = {"kafka-broker"}
+# Run in a JVM of their own (`java -cp`: the broker, Kafka Connect with Debezium), so they
+# keep their whole closure.
+OWN_JVM = {"kafka-broker", "cdc"}
 
 
 def pinned() -> dict[str, list[str]]:
