@@ -16,6 +16,7 @@ from headwater.pipelines.define.elements import Dataset, Flow, Origin
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph
 from headwater.pipelines.graph.reads import Names, outside_key
 from headwater.pipelines.refresh.arrow_refresh import UP_TO_ROWS
+from headwater.pipelines.refresh.plan import Considered, RefreshPlan, Technique
 from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 
 VIEWS = """
@@ -66,7 +67,8 @@ def append(project, name: str, new: list[tuple]) -> None:
 
 def updated(project, src: str, spark: dict[str, str] | None = None) -> dict[str, dict]:
     """An update of the pipeline (under the session settings ``spark``): each view's plan,
-    after checking it against its recompute."""
+    after checking it against its recompute, and that its events name ``src`` as written
+    (every flow's definition lists it among its inputs; no reason names it by location)."""
     for key, value in (spark or {}).items():
         project.spark.conf.set(key, value)
     try:
@@ -77,7 +79,12 @@ def updated(project, src: str, spark: dict[str, str] | None = None) -> dict[str,
     assert result.ok, result.failed()
     for view, query in QUERIES.items():
         view_checks.same_rows(project, view, query.format(src=src))
-    return techniques(result)
+    defined = [e.details for e in result.events if e.event_type == "flow_definition"]
+    assert {d["output_dataset"].rsplit(".", 1)[-1] for d in defined} == set(QUERIES)
+    assert all(d["input_datasets"] == [src] for d in defined), defined
+    planned = techniques(result)
+    assert "delta.`" not in str(planned) or src.startswith("delta.`"), planned
+    return planned
 
 
 def test_a_table_outside_the_pipeline_is_an_input_with_versions(project):
@@ -100,6 +107,8 @@ def test_a_table_outside_the_pipeline_is_an_input_with_versions(project):
     assert grown["regions"]["chosen"] == "GROUP_AGGREGATE", grown["regions"]
     assert grown["large"]["chosen"] == "APPEND", grown["large"]
     assert "only appended to" in grown["totals"]["reason"]
+    for view in QUERIES:  # named as the user wrote it, not by its location's key
+        assert f"appended to '{src}'" in grown[view]["reason"], grown[view]
 
     project.spark.sql(f"UPDATE {src} SET amount = amount + 5, region = 'us' WHERE id = 21")
     project.spark.sql(f"DELETE FROM {src} WHERE id IN (1, 30)")
@@ -177,9 +186,10 @@ def test_outside_inputs_are_keyed_by_location_and_found_through_temporary_views(
         return Dataset(name, kind, here)
 
     def flow(target: str, inputs: tuple[str, ...], outside: tuple[str, ...]) -> AnalysedFlow:
+        written = tuple((key, "src." + key.rsplit("/", 1)[-1].strip("`")) for key in outside)
         return AnalysedFlow(
             Flow(target, target, lambda: None, here), f"db.{target}", inputs, False,
-            StructType(), outside,
+            StructType(), outside, written=written,
         )  # fmt: skip
 
     kinds = {"raw": "streaming_table", "recent": "temporary_view", "mv": "materialized_view"}
@@ -192,3 +202,14 @@ def test_outside_inputs_are_keyed_by_location_and_found_through_temporary_views(
     assert graph.upstream(flows["mv"]) == {"db.raw"}
     assert graph.outside(flows["mv"]) == {outside_key("/s/orders"), outside_key("/s/regions")}
     assert graph.outside(flows["raw"]) == set()
+    assert graph.written(flows["mv"]) == {
+        outside_key("/s/orders"): "src.orders",
+        outside_key("/s/regions"): "src.regions",
+    }
+    plan = RefreshPlan(
+        Technique.FULL_RECOMPUTE,
+        f"input '{outside_key('/s/orders')}' changed (updates)",
+        (Considered(Technique.APPEND, False, f"'{outside_key('/s/regions')}' grew"),),
+    ).named(graph.written(flows["mv"]))
+    assert plan.reason == "input 'src.orders' changed (updates)"
+    assert plan.considered[0].reason == "'src.regions' grew"

@@ -67,6 +67,8 @@ class AnalysedFlow:
     # (:func:`.reads.outside_key`): versioned inputs of a materialized view.
     outside: tuple[str, ...] = ()
     query: AnalysedQuery | None = field(default=None, compare=False, repr=False)
+    # (outside key, the name as the user wrote it) of each table in ``outside``.
+    written: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -90,9 +92,15 @@ class Graph:
         through temporary views."""
         return self._through_views(flow)[1]
 
-    def _through_views(self, flow: AnalysedFlow) -> tuple[set[str], set[str]]:
+    def written(self, flow: AnalysedFlow) -> dict[str, str]:
+        """The name as the user wrote it of each Delta table outside the pipeline a flow
+        reads (by key, looking through temporary views): what messages call it."""
+        return self._through_views(flow)[2]
+
+    def _through_views(self, flow: AnalysedFlow) -> tuple[set[str], set[str], dict[str, str]]:
         found: set[str] = set()
         outside = set(flow.outside)
+        written = dict(flow.written)
         todo = list(flow.inputs)
         seen: set[str] = set()
         while todo:
@@ -104,9 +112,10 @@ class Graph:
                 for view_flow in self.flows_into(key):
                     todo.extend(view_flow.inputs)
                     outside.update(view_flow.outside)
+                    written = dict(view_flow.written) | written
             else:
                 found.add(key)
-        return found, outside
+        return found, outside, written
 
     def describe(self) -> str:
         """The graph as text: one line per flow, in the order they can run."""
@@ -296,6 +305,7 @@ def analyse(
                 schema,
                 tuple(reads.outside),
                 query,
+                tuple(reads.written.items()),
             )
             _check_flow_kind(datasets, result)
             if datasets[key].kind == "sink" and (datasets[key].format or "").lower() == "kafka":

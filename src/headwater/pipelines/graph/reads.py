@@ -95,6 +95,9 @@ class PipelineReads:
     file_column: str | None = None  # headwater.fileMetadataColumn for Auto Loader reads
     reads: list[tuple[str, bool]] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)  # Delta tables outside, by outside_key
+    # ... and each one's name as the user wrote it (``src.orders``, ``delta.`/p```), for
+    # the messages that name it: its key is its location.
+    written: dict[str, str] = field(default_factory=dict)
     views: list[str] = field(default_factory=list)
     sources_seen: int = 0
 
@@ -148,6 +151,8 @@ class PipelineReads:
                 key = outside_key(found.location)
                 if key not in self.outside:
                     self.outside.append(key)
+                path = delta_path(name)  # (SQL's front gives `delta.`/p`` unquoted)
+                self.written.setdefault(key, name.strip() if path is None else f"delta.`{path}`")
                 return self.source(self, key, False, {})
         if not in_database:
             return None

@@ -183,6 +183,24 @@ class RefreshPlan:
     overwrite: Overwrite | None = None  # the partitions to recompute (partition overwrite)
     keyed: Keyed | None = None  # the keys to recompute (affected keys, :mod:`.key_plan`)
 
+    def named(self, written: Mapping[str, str]) -> RefreshPlan:
+        """This plan with each input's key in its reasons replaced by ``written[key]``: a
+        Delta table outside the pipeline is keyed by its location, and the user knows it
+        by the name they read it by (``src.orders``, not ``delta.`/warehouse/...```)."""
+
+        def say(text: str | None) -> str | None:
+            for key, name in written.items():
+                text = text.replace(key, name) if text else text
+            return text
+
+        return replace(
+            self,
+            reason=say(self.reason) or self.reason,
+            considered=tuple(replace(c, reason=say(c.reason) or c.reason) for c in self.considered),
+            full_reason=say(self.full_reason),
+            executor_reason=say(self.executor_reason),
+        )
+
     def to_details(self) -> dict[str, object]:
         """``details.planning_information`` of the event log."""
         return {

@@ -50,7 +50,8 @@ def log_definitions(log: EventLog, graph: Graph) -> None:
             f"into {dataset.kind.replace('_', ' ')} '{af.target}'.",
             {
                 "output_dataset": af.target,
-                "input_datasets": list(af.inputs),
+                # Delta tables outside the pipeline too, named as the user wrote them
+                "input_datasets": [*af.inputs, *(name for _, name in af.written)],
                 "flow_type": flow_type(af, dataset),
                 "streaming": af.streaming,
                 "once": af.flow.once,

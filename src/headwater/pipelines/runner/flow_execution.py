@@ -226,6 +226,7 @@ class FlowExecutor:
             quarantines=aside is not None,
             state_folder=view_avg.state_folder(self.ctx.layout.checkpoint(flow.name)),
         )
+        plan = plan.named(graph.written(af))
         self.ctx.log.event(
             "planning_information",
             f"'{af.target}' is refreshed by {plan.technique.value}: {plan.reason}.",
