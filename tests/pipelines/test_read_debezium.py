@@ -46,6 +46,11 @@ def test_kafka_arguments_become_options_and_decoding_arguments_stay_apart():
             "schema takes a literal string, not CONCAT('a')",
         ),
         ("read_debezium(subscribe => 't')", "bootstrapServers is required"),
+        (
+            "read_debezium(bootstrapServers => 'b', subscribe => 't', schema => 'a INT', "
+            "SCHEMA => 'b INT')",
+            "SCHEMA is given twice",
+        ),
     ],
 )
 def test_a_wrong_call_names_the_argument(call, says):

@@ -159,6 +159,9 @@ def kafka_source(
                 f"arguments are named, as in subscribe => 'orders'; found {arg.sql}."
             )
         if function == DEBEZIUM and arg.name.lower() in DECODE_BY_KEY:
+            if arg.name.lower() in seen:
+                raise KafkaArgumentError(f"{arg.name} is given twice.")
+            seen[arg.name.lower()] = arg.name
             decode.append(decode_argument(arg))
             continue
         option = spark_option(arg.name, function)
