@@ -18,7 +18,7 @@ echo "== lint (ruff), layers (import-linter), types (mypy)"
 echo "== JVM jars the test tiers use (jars/pom.xml; fetched once, then from the cache)"
 # All of them now, one Maven at a time: the tiers below run side by side and then find
 # their jars in the cache (two Mavens writing one local repository could clash).
-bash scripts/fetch-jars.sh s3a delta-spark kafka kafka-broker cdc >/dev/null
+bash scripts/fetch-jars.sh s3a delta-spark kafka kafka-broker cdc jdbc-postgres >/dev/null
 echo "== tests"
 # Two worker processes (HEADWATER_TEST_WORKERS; 0 runs in this process), whole files per
 # worker: each keeps one SparkSession for its files. Most tests wait on Spark's scheduler,

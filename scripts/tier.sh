@@ -124,10 +124,10 @@ case "$TIER" in
   cdc)
     # Database change data capture end to end: PostgreSQL (installed from Debian when
     # initdb is missing), Debezium's PostgreSQL connector on Kafka Connect (the cdc jars),
-    # the Kafka tier's broker and venv; tests/cdc.
+    # the Kafka tier's broker and venv, PostgreSQL's JDBC driver (snapshots); tests/cdc.
     VENV_OF=kafka
     PIP_ARGS=(-e ".[test,cdc]" "pyspark==4.2.0" "confluent-kafka==2.16.1")
-    JAR_TIERS=(kafka kafka-broker cdc)
+    JAR_TIERS=(kafka kafka-broker cdc jdbc-postgres)
     TESTS=(tests/cdc)
     ensure_postgres
     ;;

@@ -19,7 +19,7 @@ import pytest
 
 from tests.cdc.chain import postgres_bin, postgres_server
 from tests.jars import tier_jars
-from tests.kafka.conftest import CACHE, broker, spark  # noqa: F401
+from tests.kafka.conftest import CACHE, broker, tier_session  # noqa: F401
 from tests.kafka.conftest import REASON as KAFKA_REASON
 
 HERE = Path(__file__).resolve().parent
@@ -33,8 +33,9 @@ def missing() -> str | None:
         return "psycopg is not installed"
     if postgres_bin() is None:
         return "PostgreSQL (initdb) is not installed"
-    if not any((CACHE / "cdc").glob("*.jar")):
-        return f"the cdc jars are not in {CACHE}"
+    for tier in ("cdc", "jdbc-postgres"):
+        if not any((CACHE / tier).glob("*.jar")):
+            return f"the {tier} jars are not in {CACHE}"
     return None
 
 
@@ -48,6 +49,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse):
+    """The Kafka tier's session, with PostgreSQL's JDBC driver too (snapshots read
+    straight from the database)."""
+    session = tier_session(warehouse, ("kafka", "jdbc-postgres"))
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="session")

@@ -92,11 +92,14 @@ def wait_for_messages(broker, topic: str, count: int, timeout: float = 60) -> No
     raise AssertionError(f"{topic} holds fewer than {count} messages after {timeout}s")
 
 
-def project(tmp_path: Path, name: str, bootstrap: str, topic: str, pipeline: str) -> Path:
-    """A pipeline folder with ``pipeline`` (Python) reading ``topic``."""
+def project(
+    tmp_path: Path, name: str, bootstrap: str, topic: str, pipeline: str, file: str = "cdc.py"
+) -> Path:
+    """A pipeline folder with ``pipeline`` (Python, or SQL in a ``.sql`` ``file``) reading
+    ``topic`` (the configuration's ``topic``, ``bootstrap``)."""
     root = tmp_path / "pipeline"
     (root / "transformations").mkdir(parents=True)
-    (root / "transformations" / "cdc.py").write_text(pipeline)
+    (root / "transformations" / file).write_text(pipeline)
     spec = {
         "name": name, "storage": str(root / "storage"), "database": name,
         "configuration": {"bootstrap": bootstrap, "topic": topic},

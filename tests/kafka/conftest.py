@@ -72,6 +72,13 @@ def broker() -> Broker:
 @pytest.fixture(scope="session")
 def spark(warehouse):
     """The session as users start it, with the connector's jars from the cache."""
+    session = tier_session(warehouse, TIERS[:1])
+    yield session
+    session.stop()
+
+
+def tier_session(warehouse, tiers: tuple[str, ...]):
+    """A session as users start it, with the jars of ``tiers`` from the cache."""
     import headwater
 
     began = time.monotonic()
@@ -80,11 +87,11 @@ def spark(warehouse):
             "headwater-kafka-tests",
             master="local[2]",
             warehouse=str(warehouse),
-            conf={"spark.jars": ",".join(tier_jars("kafka"))},
+            conf={"spark.jars": ",".join(jar for tier in tiers for jar in tier_jars(tier))},
         )
-    print(f"\n[kafka] Spark with the connector ready in {time.monotonic() - began:.1f}s")
-    yield session
-    session.stop()
+    print(f"\n[kafka] Spark with the {', '.join(tiers)} jars ready in "
+          f"{time.monotonic() - began:.1f}s")  # fmt: skip
+    return session
 
 
 @pytest.fixture

@@ -87,10 +87,16 @@ def test_read_kafka_checks_its_arguments_and_names_the_missing_connector(spark):
             "SELECT * FROM read_kafka(bootstrapServers => 'localhost:9', subscribe => 't', "
             "maxOffsetsPerTrigger => 10)"
         )
-    for stream in ("", "STREAM "):
+    with pytest.raises(SqlError, match="read_debezium: unknown option 'decimalMode'"):
+        spark.sql(
+            "SELECT * FROM read_debezium(bootstrapServers => 'localhost:9', subscribe => 't', "
+            "decimalMode => 'precise')"
+        )
+    for stream, function in [("", "read_kafka"), ("STREAM ", "read_kafka"),
+                             ("STREAM ", "read_debezium")]:  # fmt: skip
         with pytest.raises(SqlError) as e:
             spark.sql(
-                f"SELECT CAST(value AS STRING) FROM {stream}read_kafka("
+                f"SELECT * FROM {stream}{function}("
                 "bootstrapServers => 'localhost:9', subscribe => 'orders')"
             )
         message = str(e.value)

@@ -11,6 +11,11 @@ source's: ``key`` and ``value`` (binary), ``topic``, ``partition``, ``offset``,
 ``timestamp``, ``timestampType`` (and ``headers`` with ``includeHeaders``). Under ``STREAM``
 it is a streaming read, else a batch read of what the topics hold.
 
+``read_debezium`` takes the same arguments and returns the change rows of Debezium's
+topics instead (:func:`headwater.debezium.changes`), with its decoding arguments under
+their SQL names: ``schema`` (a DDL string, for messages without schemas),
+``decimalHandlingMode``, ``timePrecisionMode``, ``millisColumns`` (comma-separated).
+
 The arguments are checked here, without Spark, so a misspelt or missing option is reported
 (in pipeline SQL with the file, line and column, before a session starts). The checked
 options become ``spark.readStream.format("kafka")`` in :mod:`headwater.sql.stream_functions`
@@ -31,6 +36,16 @@ import pyspark
 from sqlglot import exp
 
 FUNCTION = "read_kafka"
+# ``read_debezium``: a ``read_kafka`` whose rows are decoded by headwater.debezium.changes;
+# it takes the Kafka arguments plus these, named as in SQL (the Python keyword each is).
+DEBEZIUM = "read_debezium"
+DECODE_OPTIONS: dict[str, str] = {
+    "schema": "schema",
+    "decimalHandlingMode": "decimal_handling_mode",
+    "timePrecisionMode": "time_precision_mode",
+    "millisColumns": "millis_columns",
+}
+DECODE_BY_KEY = {name.lower(): name for name in DECODE_OPTIONS}
 BOOTSTRAP = "bootstrapServers"
 CONSUMER_PREFIX = "kafka."
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
@@ -92,12 +107,14 @@ class KafkaSource:
     """A checked ``read_kafka`` call. ``options``: (Spark's option name, value) for the
     literal arguments; ``expressions``: (Spark's option name, SQL) for arguments given as an
     expression (``secret(...)``, ``concat(...)``), evaluated once by the runner. Hashable:
-    it keys ``SqlQuery.render``."""
+    it keys ``SqlQuery.render``. ``decode``: for ``read_debezium``, the decoding arguments
+    (:data:`DECODE_OPTIONS`' Python names, literal values)."""
 
     options: tuple[tuple[str, str], ...]
     expressions: tuple[tuple[str, str], ...] = ()
     streaming: bool = False
     function: str = FUNCTION
+    decode: tuple[tuple[str, str], ...] = ()
 
     def option_names(self) -> list[str]:
         return [name for name, _ in (*self.options, *self.expressions)]
@@ -127,17 +144,27 @@ def literal_text(node: exp.Expr) -> str | None:
     return None
 
 
-def kafka_source(arguments: Sequence[Argument], streaming: bool) -> KafkaSource:
-    """The Kafka read of a ``read_kafka`` call, or :class:`KafkaArgumentError`."""
+def kafka_source(
+    arguments: Sequence[Argument], streaming: bool, function: str = FUNCTION
+) -> KafkaSource:
+    """The Kafka read of a ``read_kafka`` (or ``read_debezium``) call, or
+    :class:`KafkaArgumentError`."""
     options: list[tuple[str, str]] = []
     expressions: list[tuple[str, str]] = []
+    decode: list[tuple[str, str]] = []
     seen: dict[str, str] = {}
     for arg in arguments:
         if arg.name is None:
             raise KafkaArgumentError(
                 f"arguments are named, as in subscribe => 'orders'; found {arg.sql}."
             )
-        option = spark_option(arg.name)
+        if function == DEBEZIUM and arg.name.lower() in DECODE_BY_KEY:
+            if arg.name.lower() in seen:
+                raise KafkaArgumentError(f"{arg.name} is given twice.")
+            seen[arg.name.lower()] = arg.name
+            decode.append(decode_argument(arg))
+            continue
+        option = spark_option(arg.name, function)
         if option.lower() in seen:
             raise KafkaArgumentError(f"{arg.name} is given twice.")
         seen[option.lower()] = arg.name
@@ -158,27 +185,37 @@ def kafka_source(arguments: Sequence[Argument], streaming: bool) -> KafkaSource:
     wrong = STREAM_ONLY if not streaming else BATCH_ONLY
     for name in wrong:
         if name.lower() in seen:
-            where = "a streaming read (STREAM read_kafka(...))" if streaming else "a batch read"
+            where = f"a streaming read (STREAM {function}(...))" if streaming else "a batch read"
             kind = "batch" if streaming else "streaming"
             raise KafkaArgumentError(
                 f"{seen[name.lower()]} applies to {kind} reads only, not to {where}."
             )
-    return KafkaSource(tuple(options), tuple(expressions), streaming)
+    return KafkaSource(tuple(options), tuple(expressions), streaming, function, tuple(decode))
 
 
-def spark_option(name: str) -> str:
+def decode_argument(arg: Argument) -> tuple[str, str]:
+    """A ``read_debezium`` decoding argument: (its Python keyword, its literal value)."""
+    name = DECODE_BY_KEY[str(arg.name).lower()]
+    if arg.literal is None:
+        raise KafkaArgumentError(f"{name} takes a literal string, not {arg.sql}.")
+    return DECODE_OPTIONS[name], arg.literal
+
+
+def spark_option(name: str, function: str = FUNCTION) -> str:
     """Spark's name of a ``read_kafka`` argument; ``kafka.*`` passes through as written."""
     if name.lower().startswith(CONSUMER_PREFIX) and len(name) > len(CONSUMER_PREFIX):
         return name
     known = BY_KEY.get(name.lower())
     if known is not None:
         return OPTIONS[known]
-    close = difflib.get_close_matches(name.lower(), list(BY_KEY), n=1, cutoff=0.75)
+    names = {**BY_KEY, **(DECODE_BY_KEY if function == DEBEZIUM else {})}
+    close = difflib.get_close_matches(name.lower(), list(names), n=1, cutoff=0.75)
     if close:
-        raise KafkaArgumentError(f"unknown option '{name}': did you mean {BY_KEY[close[0]]}?")
+        raise KafkaArgumentError(f"unknown option '{name}': did you mean {names[close[0]]}?")
+    extra = f", {', '.join(DECODE_OPTIONS)}" if function == DEBEZIUM else ""
     raise KafkaArgumentError(
-        f"unknown option '{name}': options are {', '.join(OPTIONS)}, or a Kafka consumer "
-        "setting written `kafka.<setting>` (in backquotes)."
+        f"unknown option '{name}': options are {', '.join(OPTIONS)}{extra}, or a Kafka "
+        "consumer setting written `kafka.<setting>` (in backquotes)."
     )
 
 

@@ -1,12 +1,12 @@
 """Table references Spark's parser cannot resolve, replaced by temporary views.
 
 ``t VERSION AS OF 3``, ``t TIMESTAMP AS OF '...'``, ``t@v3``, ``delta.`/path``` and the
-table functions ``read_files``, ``read_kafka``, ``cloud_files_state``, ``table_changes``,
-``event_log`` and ``pipeline_quality`` are read here with the Python APIs
+table functions ``read_files``, ``read_kafka``, ``read_debezium``, ``cloud_files_state``,
+``table_changes``, ``event_log`` and ``pipeline_quality`` are read here with the Python APIs
 (``spark.read.format("delta").option("versionAsOf", ...)`` and so on); each becomes a
 temporary view and the statement text gets the view's name in its place. ``STREAM
-read_files(...)`` and ``STREAM read_kafka(...)`` (or ``STREAM(...)``) become a view of a
-stream, and the ``STREAM`` goes with the call: a query of a streaming view is a stream.
+read_files(...)``, ``STREAM read_kafka(...)`` and ``STREAM read_debezium(...)`` (or
+``STREAM(...)``) become a view of a stream, and the ``STREAM`` goes with the call: a query of a streaming view is a stream.
 
 Why splice text instead of regenerating SQL from sqlglot's tree: the rest of the statement
 reaches Spark exactly as written, so Spark's column names, functions and error positions are
@@ -31,10 +31,11 @@ from headwater.sql.refs import resolve_at
 from headwater.sql.text import DIALECT, SqlError, Statement
 
 FUNCTIONS = {
-    "read_files", "read_kafka", "cloud_files_state", "table_changes", "table_changes_by_path",
-    "event_log", "pipeline_quality",
+    "read_files", "read_kafka", "read_debezium", "cloud_files_state", "table_changes",
+    "table_changes_by_path", "event_log", "pipeline_quality",
 }  # fmt: skip
-STREAMS = {"read_files", "read_kafka"}  # the functions STREAM may wrap
+KAFKA_FUNCTIONS = {"read_kafka", "read_debezium"}
+STREAMS = {"read_files", *KAFKA_FUNCTIONS}  # the functions STREAM may wrap
 # What headwater adds on a delta-spark session, whose own SQL has table_changes[_by_path],
 # time travel and delta.`/path`: the table functions of files and pipelines.
 ADDED_FUNCTIONS = FUNCTIONS - {"table_changes", "table_changes_by_path"}
@@ -370,15 +371,15 @@ def _function(
     if streaming and name not in STREAMS:
         raise stmt.error_at(
             f"{name}(...) is not a stream: read it without STREAM (STREAM takes read_files "
-            "and read_kafka).",
+            "read_kafka and read_debezium).",
             tok,
         )
     from headwater.sql import functions, stream_functions
     from headwater.sql.kafka_arguments import CONNECTOR_MISSING, arguments_of, kafka_source
 
     try:
-        if name == "read_kafka":
-            source = kafka_source(arguments_of(call, "spark"), streaming)
+        if name in KAFKA_FUNCTIONS:
+            source = kafka_source(arguments_of(call, "spark"), streaming, name)
             return stream_functions.read_kafka(spark, source, _evaluator(spark, orig_sql))
         positional, named = _arguments(stmt, tok, name, call)
         if streaming:

@@ -13,7 +13,8 @@ that folder, which is harmless for reading but not for ``cleanSource`` (one stre
 move files the other has not read yet): with ``cleanSource`` the folder must be given.
 
 ``read_kafka``'s arguments are checked and mapped by :mod:`headwater.sql.kafka_arguments`,
-as in pipeline SQL; the pipelines read Kafka through :func:`read_kafka` too.
+as in pipeline SQL; the pipelines read Kafka through :func:`read_kafka` too. ``read_debezium``
+is the same read, its rows decoded by :func:`headwater.debezium.changes` (docs/cdc.md).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from collections.abc import Callable, Mapping
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from headwater import storage
+from headwater import debezium, storage
 from headwater.errors import UnsupportedOperationError
 from headwater.sql import functions
 from headwater.sql.kafka_arguments import (
+    DEBEZIUM,
     KafkaSource,
     connector_missing_message,
     is_connector_missing,
@@ -81,8 +83,17 @@ def read_kafka(
         options[name] = option_text(evaluate(sql))
     reader = spark.readStream if source.streaming else spark.read
     try:
-        return reader.format("kafka").options(**options).load()
+        rows = reader.format("kafka").options(**options).load()
     except AnalysisException as e:
         if not is_connector_missing(e):
             raise
         raise UnsupportedOperationError(connector_missing_message("Reading")) from None
+    return debezium_changes(rows, dict(source.decode)) if source.function == DEBEZIUM else rows
+
+
+def debezium_changes(kafka_rows: DataFrame, decode: Mapping[str, str]) -> DataFrame:
+    """``read_debezium``'s rows: the Kafka rows decoded by :func:`headwater.debezium.changes`
+    with the call's decoding arguments (``millisColumns`` comma-separated)."""
+    millis = [c.strip() for c in decode.get("millis_columns", "").split(",") if c.strip()]
+    modes = {k: v for k, v in decode.items() if k != "millis_columns"}
+    return debezium.changes(kafka_rows, millis_columns=millis, **modes)

@@ -8,6 +8,10 @@ key absent from the snapshot is a delete, an unchanged row is nothing; all at th
 snapshot's version. Those events go through the same applier as a change feed
 (:mod:`.apply`), so SCD2 history, state and exactly-once commits work alike; the
 snapshots applied so far are recorded in the pipeline's state after each one.
+
+A snapshot is read once (:func:`read_once`): the comparison scans it twice, and a source
+that is not files, such as a database table read with Spark's JDBC source, answers each
+scan with the database as it is then, which may have changed in between.
 """
 
 from __future__ import annotations
@@ -67,6 +71,16 @@ def snapshot_schema(spark: SparkSession, spec: AutoCdc, example: DataFrame, orig
     return resolve(spark, event_spec(spec), with_event_columns(example).schema, origin).schema
 
 
+def read_once(snapshot: DataFrame) -> DataFrame:
+    """``snapshot`` as one read: a source without files (JDBC, any DataSource that queries
+    a live system) is materialized now, so every scan of the comparison sees the same rows.
+    Files (a Delta table's version, Parquet) read the same rows each time, and are left
+    as they are."""
+    if snapshot.inputFiles():
+        return snapshot
+    return snapshot.localCheckpoint(eager=True)
+
+
 def with_event_columns(snapshot: DataFrame) -> DataFrame:
     return snapshot.select("*", F.lit(0).cast("long").alias(VERSION), F.lit(False).alias(GONE))
 
@@ -118,7 +132,7 @@ class SnapshotApplier:
                 f"[PIPELINE_AUTO_CDC_SNAPSHOT_SCHEMA] Snapshot {version} of flow '{self.flow}' "
                 f"lacks column(s) {', '.join(missing)}."
             )
-        rows = snapshot.select(*[F.col(f"`{c}`") for c in columns])
+        rows = read_once(snapshot.select(*[F.col(f"`{c}`") for c in columns]))
         stamp = F.lit(version).cast(self.plan.sequence_type)
         changes = events(rows, self.current(), list(self.plan.keys), stamp)
         result = self.applier.apply(changes, applied)

@@ -28,6 +28,8 @@ from headwater.errors import PipelineDefinitionError
 from headwater.pipelines.define.elements import canonical_name
 from headwater.sql.cursor import STRINGS, Cursor, key_of
 from headwater.sql.kafka_arguments import (
+    DEBEZIUM,
+    FUNCTION,
     KafkaArgumentError,
     KafkaSource,
     arguments_of,
@@ -240,7 +242,7 @@ def read_of(table: exp.Table, ctes: set[str]) -> Reference | FileSource | KafkaS
     if isinstance(table.this, exp.Anonymous):
         if str(table.this.name).lower() in FILE_FUNCTIONS:
             return file_source(table.this, streaming)
-        if str(table.this.name).lower() == "read_kafka":
+        if str(table.this.name).lower() in (FUNCTION, DEBEZIUM):
             return kafka_read(table.this, streaming)
         return None
     parts = [p for p in table.parts if isinstance(p, exp.Identifier)]
@@ -344,11 +346,13 @@ def file_source(call: exp.Anonymous, streaming: bool) -> FileSource:
 
 
 def kafka_read(call: exp.Anonymous, streaming: bool) -> KafkaSource:
-    """``read_kafka(name => value, ...)``, checked by :mod:`headwater.sql.kafka_arguments`."""
+    """``read_kafka(name => value, ...)`` or ``read_debezium(...)``, checked by
+    :mod:`headwater.sql.kafka_arguments`."""
+    function = str(call.name).lower()
     try:
-        return kafka_source(arguments_of(call, OUTPUT_DIALECT), streaming)
+        return kafka_source(arguments_of(call, OUTPUT_DIALECT), streaming, function)
     except KafkaArgumentError as e:
-        raise FileSourceError("read_kafka", str(e)) from None
+        raise FileSourceError(function, str(e)) from None
 
 
 def map_pairs(node: exp.Expr) -> list[tuple[str, str]]:
