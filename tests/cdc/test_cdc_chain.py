@@ -1,8 +1,9 @@
 """The real chain: PostgreSQL -> Debezium on Kafka Connect -> Kafka -> a pipeline reading
 the topic with headwater.debezium and applying it with AUTO CDC (SCD1 and SCD2). After
-every update the SCD1 target equals the database table and the SCD2 target's current
-rows equal it too, over the initial snapshot, multi-row transactions, a primary-key
-update, deletes with REPLICA IDENTITY DEFAULT and FULL, numeric and time types."""
+every update the SCD1 target equals the database table and the SCD2 target holds each
+key's whole history (tests/cdc/history.py), over the initial snapshot, multi-row
+transactions, a primary-key update, deletes with REPLICA IDENTITY DEFAULT and FULL,
+numeric and time types."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from tests.cdc.chain import connector_config, kafka_connect
+from tests.cdc.history import History, assert_targets_match
 
 PIPELINE = """
 import dlt
@@ -63,14 +65,9 @@ STEPS = [
 ]  # fmt: skip
 
 
-def database_rows(postgres) -> list[tuple]:
-    rows = postgres.rows(f"SELECT {COLUMNS} FROM accounts ORDER BY id")
-    return [(*r[:4], r[4].astimezone(dt.timezone.utc).replace(tzinfo=None)) for r in rows]
-
-
-def target_rows(spark, table: str, where: str = "true") -> list[tuple]:
-    return [tuple(r) for r in spark.table(table).where(where).select(*COLUMNS.split(", "))
-            .orderBy("id").collect()]  # fmt: skip
+def utc(row: tuple) -> tuple:
+    """A row as Spark reads it back: the ``timestamptz`` in UTC, without its zone."""
+    return (*row[:4], row[4].astimezone(dt.timezone.utc).replace(tzinfo=None))
 
 
 def wait_for_messages(broker, topic: str, count: int, timeout: float = 60) -> None:
@@ -116,7 +113,9 @@ def test_scd1_mirrors_and_scd2_records_the_database(
 
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     name = f"c{uuid.uuid4().hex[:8]}"
-    postgres.execute(
+    history = History("accounts", COLUMNS, utc)
+    history.execute(
+        postgres,
         TABLE,
         "INSERT INTO accounts SELECT i, chr(96 + i), i * 100.25, "
         "'2024-01-02 03:04:05.123456'::timestamp + i * interval '1 day', "
@@ -131,19 +130,11 @@ def test_scd1_mirrors_and_scd2_records_the_database(
         for step in [([], 0), *STEPS]:
             transactions, messages = step
             for statements in transactions:
-                postgres.execute(*statements)
+                history.execute(postgres, *statements)
             expected += messages
             wait_for_messages(broker, topic, expected)
             result = pipelines.run(root, spark)
             assert result.ok, [(f.name, f.error) for f in result.failed()]
-            want = database_rows(postgres)
-            assert target_rows(spark, f"{name}.accounts") == want
-            current = target_rows(spark, f"{name}.accounts_history", "__END_AT IS NULL")
-            assert current == want
-    history = spark.table(f"{name}.accounts_history").where("id = 2").orderBy("__START_AT")
-    assert [(r.owner, r.balance) for r in history.collect()] == [
-        ("b", 200.50),
-        ("bb", 200.50),
-        ("bb", 0),
-    ]
+            assert_targets_match(spark, postgres, f"{name}.accounts",
+                                 f"{name}.accounts_history", history)  # fmt: skip
     postgres.execute("DROP TABLE accounts")
