@@ -7,6 +7,10 @@ Measurements:
 * **scan**: an aggregate over every row of those tables vs the same over the Parquet folder;
   both schemes are scanned by Spark (``s3://`` served by the connector, ``fs.s3.impl``),
   and the LIST and HEAD requests of one such scan are counted.
+* **pip-only scan**: the ``s3://`` table read as a pip-only install reads it (no connector
+  for ``s3:``: the ``delta`` Python source, pyarrow on the executors), the same aggregate
+  and a selective query (a filter, two columns), each vs the same query over the Parquet
+  folder on ``s3a://``.
 * **discovery**: one Auto Loader discovery with ``--objects`` files already tracked and
   ``--new`` new ones: incremental listing (keys after the last one, S3 ``StartAfter``) vs a
   full listing; LIST requests are counted as S3 pages them (1,000 keys a request).
@@ -47,7 +51,7 @@ sys.path.insert(0, str(BENCH_DIR.parent))  # the S3 server and connector helpers
 from tests.s3.connector import s3a_conf  # noqa: E402
 from tests.s3.seaweedfs import seaweedfs  # noqa: E402
 
-TARGETS = {"write": 1.5, "scan": 1.2, "discovery": 0.2}
+TARGETS = {"write": 1.5, "scan": 1.2, "pip_scan": 1.5, "discovery": 0.2}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,6 +131,7 @@ def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
         )
         check(f"scan {scheme}", last["ours"] == last["native"], last)
         results[f"scan_{scheme}"] = _result(f"scan Delta on {scheme}://", ours, native, "scan")
+    results.update(_pip_only_scans(spark, args, tables, total))
     requests = {
         side: _s3a_requests(spark, path, lambda p=path, f=load: total(f(p)))
         for side, path, load in (
@@ -152,6 +157,32 @@ def run(spark, args: argparse.Namespace, run_dir: Path, prefix: str) -> dict:
         "discovery": discovery,
         "file_state": state,
     }
+
+
+def _pip_only_scans(spark, args: argparse.Namespace, tables: dict[str, str], total) -> dict:
+    """The ``s3://`` table scanned without the connector for ``s3:`` (a pip-only install's
+    path), against Spark's Parquet scan on ``s3a://``; the binding is restored after."""
+    from headwater.delta.files import io_choice
+
+    def selective(df) -> tuple:
+        return tuple(df.where("k = 5").selectExpr("count(*)", "sum(id)", "sum(v)").first())
+
+    results = {}
+    io_choice.unbind_s3(spark)
+    try:
+        check("pip-only path", not io_choice.spark_has_filesystem(spark, tables["s3"]), "s3")
+        for key, query in (("aggregate", total), ("selective", selective)):
+            ours, native, _, last = best_of(
+                args.repeat,
+                lambda _i, q=query: q(spark.read.format("delta").load(tables["s3"])),
+                lambda _i, q=query: q(spark.read.parquet(tables["parquet"])),
+            )
+            check(f"pip-only {key}", last["ours"] == last["native"], last)
+            name = f"scan Delta on s3:// pip-only, {key}"
+            results[f"pip_scan_{key}"] = _result(name, ours, native, "pip_scan")
+    finally:
+        io_choice.bind_s3_to_connector(spark)
+    return results
 
 
 def _s3a_requests(spark, path: str, fn) -> int:

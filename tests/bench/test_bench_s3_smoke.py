@@ -22,6 +22,8 @@ def test_bench_s3_runs_and_reports_ratios_and_list_requests(run_bench):
             "write Delta on s3://",
             "scan Delta on s3a://",
             "scan Delta on s3://",
+            "scan Delta on s3:// pip-only, aggregate",
+            "scan Delta on s3:// pip-only, selective",
             "Auto Loader discovery (incremental vs full)",
         ),
         # Its own process: Hadoop's S3 connector (spark.jars) must be on the classpath when

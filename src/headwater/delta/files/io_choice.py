@@ -66,6 +66,15 @@ def bind_s3_to_connector(spark: SparkSession) -> bool:
     return True
 
 
+def unbind_s3(spark: SparkSession) -> None:
+    """Undo :func:`bind_s3_to_connector`: ``s3://`` is read by pyarrow again, as on a
+    pip-only install, while ``s3a://`` keeps the connector (the benchmark measures both
+    paths against the connector's scan in one session)."""
+    spark._jsc.hadoopConfiguration().unset(f"fs.{S3_SCHEME}.impl")
+    with _lock:
+        _known.pop(S3_SCHEME, None)
+
+
 def _filesystem_class(spark: SparkSession, scheme: str) -> str | None:
     """The class of Spark's Hadoop filesystem for ``scheme``; None when it has none."""
     jvm = spark._jvm

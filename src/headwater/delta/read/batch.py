@@ -40,6 +40,7 @@ from headwater.delta.options import READ_OPTIONS, check_known
 from headwater.delta.read import change_feed as cdf
 from headwater.delta.read import native_scan
 from headwater.delta.read.filtered import DeltaFrame
+from headwater.delta.read.pruned import PrunedFrame
 from headwater.delta.read.source import FILE_COLUMN_OPTION
 from headwater.errors import CorruptLogError
 from headwater.originals import original
@@ -101,7 +102,8 @@ def read_snapshot(
         # A whole snapshot's scan skips files by the log's stats once filtered.
         return df if subset else DeltaFrame(df, snapshot)
     snapshot.check_python_readable()
-    return python_read(spark, snapshot)
+    # Spark prunes no column of a Python source: the frame reads only those a query uses.
+    return PrunedFrame(python_read(spark, snapshot), snapshot, _python_scan)
 
 
 def read_appended(spark: SparkSession, path: str, since: int, until: int) -> DataFrame | None:
@@ -136,14 +138,24 @@ def read_appended(spark: SparkSession, path: str, since: int, until: int) -> Dat
 
 
 def python_read(
-    spark: SparkSession, snapshot: Snapshot, file_column: str | None = None
+    spark: SparkSession,
+    snapshot: Snapshot,
+    file_column: str | None = None,
+    columns: StructType | None = None,
 ) -> DataFrame:
     """Read through the ``delta`` Python source; ``file_column`` adds each row's file path
-    (what ``_metadata.file_path`` gives on the native path)."""
+    (what ``_metadata.file_path`` gives on the native path); ``columns`` (some of the
+    snapshot's) reads only those."""
     reader = spark.read.format("delta").option("versionAsOf", str(snapshot.version))
     if file_column:
         reader = reader.option(FILE_COLUMN_OPTION, file_column)
+    if columns is not None:
+        reader = reader.schema(columns)
     return original(DataFrameReader, "load")(reader, snapshot.root)
+
+
+def _python_scan(spark: SparkSession, snapshot: Snapshot, columns: StructType) -> DataFrame:
+    return python_read(spark, snapshot, columns=columns)
 
 
 def without_deleted_rows(
