@@ -35,6 +35,10 @@ EVENT = StructType(
     ]
 )
 SINKS = ("delta", "parquet")
+# The parts of a micro-batch Spark times (``durationMs`` of its progress); ``addBatch`` is
+# the sink's own work (for the Delta sink, the foreachBatch call: the Spark job writing the
+# files, their statistics and the log commit).
+PHASES = ("latestOffset", "queryPlanning", "getBatch", "addBatch", "walCommit", "commitOffsets")
 
 
 def event(i: int, now_ms: int) -> str:
@@ -219,8 +223,16 @@ def visible_latencies(sink: str, out: Path, seen: dict[int, float]) -> dict[int,
 
 
 class SteadyProducer(threading.Thread):
-    """Ids ``first``, ``first + 1``, ... at ``rate`` a second for ``seconds``, each
-    stamped with its produce time; ``ids`` the range sent, ``sent`` the delivery reports."""
+    """Ids ``first``, ``first + 1``, ... at ``rate`` a second for ``seconds`` (the measured
+    messages), each stamped with its produce time; ``ids`` the range measured, ``ends`` the
+    offsets after them (partition -> offset), ``sent`` the delivery reports.
+
+    It then goes on at the same rate, unmeasured, until :meth:`stop`: the stream stays as
+    it was while it makes the last measured messages visible. Without that tail the last
+    batch reads partitions that have run dry, and its Kafka consumers wait out their
+    fetches for more data (``fetch.max.wait.ms``, 500 ms): that batch took about 1.2 s on
+    both sinks, a sink-independent end effect whose weight in the p99 depended only on
+    how many messages the last trigger happened to catch."""
 
     def __init__(self, broker, topic: str, partitions: int, first: int, rate: int, seconds: float):
         super().__init__(daemon=True)
@@ -229,19 +241,30 @@ class SteadyProducer(threading.Thread):
         self.first, self.rate, self.seconds = first, rate, seconds
         self.sent = Sent()
         self.ids = range(first, first)
+        self.ends: dict[int, int] = {}
+        self.measured = threading.Event()
+        self.halt = threading.Event()
 
     def run(self) -> None:
         began = time.monotonic()
         i = self.first
-        while (elapsed := time.monotonic() - began) < self.seconds:
+        while not self.halt.is_set() and (elapsed := time.monotonic() - began) < self.seconds + 120:
+            if not self.measured.is_set() and elapsed >= self.seconds:
+                self.ids = range(self.first, i)
+                self.producer.flush(60)
+                self.ends = dict(self.sent.ends)
+                self.measured.set()
             due = self.first + int(elapsed * self.rate)
             while i < due:
                 send(self.producer, self.topic, self.partitions, i, self.sent)
                 i += 1
             self.producer.poll(0)
             time.sleep(0.005)
-        self.ids = range(self.first, i)
         self.producer.flush(60)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(60)
 
 
 def wait_read(query, topic: str, ends: dict[int, int], timeout: float) -> None:
@@ -288,17 +311,18 @@ def latency_run(
         wait_read(query, topic, warm.ends, timeout=120)
         steady = SteadyProducer(broker, topic, partitions, 0, rate, seconds)
         steady.start()
-        steady.join(seconds + 60)
-        if steady.sent.errors or steady.is_alive() or not steady.ids:
-            raise RuntimeError(f"the steady producer failed: {steady.sent.errors}")
-        wait_read(query, topic, steady.sent.ends, timeout=120)
-        time.sleep(POLL_SECONDS * 5)  # the last entry listed
+        try:
+            if not steady.measured.wait(seconds + 60) or steady.sent.errors or not steady.ids:
+                raise RuntimeError(f"the steady producer failed: {steady.sent.errors}")
+            wait_read(query, topic, steady.ends, timeout=120)
+            time.sleep(POLL_SECONDS * 5)  # the last entry listed
+        finally:
+            steady.stop()
     finally:
         query.stop()
         watcher.stop()
-    durations = [
-        p["durationMs"]["triggerExecution"] for p in query.recentProgress if p["numInputRows"] > 0
-    ]
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    durations = [p["durationMs"]["triggerExecution"] for p in progress]
     latency = visible_latencies(sink, out, watcher.seen)
     missing = [i for i in steady.ids if i not in latency]
     if missing:
@@ -314,6 +338,13 @@ def latency_run(
         "mean_ms": statistics.fmean(values),
         "entries": len({latency[i][1] for i in steady.ids}),
         "batch_ms": statistics.median(durations) if durations else 0.0,
+        "batch_p99_ms": percentile(sorted(durations), 99) if durations else 0.0,
+        "phases_ms": {
+            phase: statistics.median(p["durationMs"].get(phase, 0) for p in progress)
+            for phase in PHASES
+        }
+        if progress
+        else {},
     }
 
 

@@ -25,6 +25,7 @@ from headwater.delta.log import clustering, protocol, replay
 from headwater.delta.log.actions import Metadata, now_ms
 from headwater.delta.log.commit import Transaction
 from headwater.delta.log.delta_log import DataFile, DeltaLog, Snapshot
+from headwater.delta.log.follow import FollowedLog
 from headwater.delta.log.operations import Operation
 from headwater.delta.options import WriteSpec, auto_merge
 from headwater.delta.read.batch import read_snapshot
@@ -58,18 +59,24 @@ class WriteResult:
 
 
 def write(
-    df: DataFrame, path: str, spec: WriteSpec, operation: Operation | None = None
+    df: DataFrame,
+    path: str,
+    spec: WriteSpec,
+    operation: Operation | None = None,
+    follow: FollowedLog | None = None,
 ) -> WriteResult:
     """Write ``df`` to the Delta table at ``path`` as one commit.
 
     ``operation`` names the commit in the table's history (default ``WRITE`` with the save
     mode). A table created concurrently by another writer between our read and our commit
-    is written into as it then is (errorifexists fails instead).
+    is written into as it then is (errorifexists fails instead). ``follow``: the table's
+    log as a writer that commits again and again keeps it (a stream's sink), read from
+    there instead of loaded afresh.
     """
-    dlog = DeltaLog(path)
+    dlog = follow.log if follow is not None else DeltaLog(path)
     attempts = 3
     for attempt in range(IDENTITY_ATTEMPTS):
-        snapshot = _snapshot_or_none(dlog)
+        snapshot = _snapshot_or_none(dlog, follow)
         try:
             return _write(df, dlog, snapshot, spec, operation)
         except MetadataChangedException:
@@ -92,9 +99,9 @@ def write(
     raise AssertionError("unreachable")
 
 
-def _snapshot_or_none(dlog: DeltaLog) -> Snapshot | None:
+def _snapshot_or_none(dlog: DeltaLog, follow: FollowedLog | None = None) -> Snapshot | None:
     try:
-        return dlog.snapshot()
+        return follow.snapshot() if follow is not None else dlog.snapshot()
     except TableNotFoundError:
         return None  # a new table (a non-Delta directory was refused by the log)
 

@@ -18,6 +18,8 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 
 from headwater import storage
+from headwater.delta.log.delta_log import DeltaLog
+from headwater.delta.log.follow import FollowedLog
 from headwater.delta.log.operations import Operation
 from headwater.delta.options import OutputMode, WriteSpec
 from headwater.delta.write.batch import WriteResult, write
@@ -68,6 +70,9 @@ class DeltaStreamSink:
         # the exactly-once rule here is the engines' common one.
         self.writer = writer
         self._query_id: str | None = None
+        # The table's log, loaded by the first batch and then followed commit by commit
+        # (see headwater.delta.log.follow): a batch does not replay the log again.
+        self.log = FollowedLog(DeltaLog(path))
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.commit(df, batch_id)
@@ -79,7 +84,7 @@ class DeltaStreamSink:
         if self.writer is not None:
             result = self.writer(df, spec)
         else:
-            result = write(df, self.path, spec, operation)
+            result = write(df, self.path, spec, operation, self.log)
         if result.version is None:
             log.info("batch %s already committed to %s; skipped", batch_id, self.path)
         elif self.on_commit is not None:
