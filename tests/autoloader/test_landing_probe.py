@@ -8,10 +8,12 @@ import os
 import threading
 import time
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadMaxFiles
 
 from headwater.autoloader import landing_probe
 from headwater.autoloader.landing_probe import LandingProbe
+from headwater.autoloader.notifications import IdleWait
 from tests.autoloader.test_notifications import _land, _read_paths, _reader, woken_by_a_landing
 
 LIMIT = ReadMaxFiles(1000)
@@ -79,3 +81,15 @@ def test_a_folder_with_too_many_directories_is_not_probed(tmp_path, monkeypatch)
     os.makedirs(tmp_path / "c")
     assert not probe.mark()  # four: the stream waits for its triggers, as before
     assert not probe.wait(0.05)
+
+
+def test_the_interval_is_learnt_once_so_waits_in_turn_do_not_grow():
+    """In a query reading two streams, the second's idle trigger starts after the first's
+    wait, and the next trigger after both: the gaps then hold the waits. Learnt from them,
+    the waits would grow at each trigger (to the 1 s cap, a trigger every 2 s)."""
+    idle = IdleWait()
+    assert idle.seconds(10.0) == 0.0  # nothing learnt yet: no wait
+    idle.idle(10.0)
+    assert idle.seconds(10.5) == pytest.approx(0.4)  # 80% of the 500 ms interval
+    idle.idle(10.5)
+    assert idle.seconds(11.3) == pytest.approx(0.4)  # a gap of 0.8 s: still 0.4

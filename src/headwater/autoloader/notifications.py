@@ -132,14 +132,17 @@ class IdleWait:
     interval, learnt from the time between two triggers that found nothing (Spark starts
     triggers on multiples of the interval), so the wait ends before the next trigger is
     due and never delays one. Capped at :data:`MAX_WAIT_S`, the longest ``query.stop()``
-    can wait for it. Nothing is waited until an interval has been seen."""
+    can wait for it. Nothing is waited until an interval has been seen, and it is learnt
+    once, from two triggers in which no source waited: a query reading several streams
+    waits in each in turn, so later gaps would hold the waits and grow with them."""
 
     def __init__(self) -> None:
         self._last_idle_start: float | None = None
         self.interval_s: float | None = None
 
     def seconds(self, now: float) -> float:
-        if self._last_idle_start is not None:
+        """The wait of an idle trigger that started at ``now``, counted from ``now``."""
+        if self.interval_s is None and self._last_idle_start is not None:
             self.interval_s = now - self._last_idle_start
         if self.interval_s is None:
             return 0.0

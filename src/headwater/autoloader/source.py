@@ -336,7 +336,8 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         end = self._admit(after, limit)
         if end == after and self.target is None:
             # Nothing new: wait for a file to land rather than for the next trigger.
-            end = self._wait_for_files(after, limit, self._idle.seconds(started), probe)
+            deadline = started + self._idle.seconds(started)  # the listing counts in it
+            end = self._wait_for_files(after, limit, deadline, probe)
         if end == after:
             self._idle.idle(started)
         else:
@@ -344,16 +345,16 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return self._offset(end)
 
     def _wait_for_files(
-        self, after: int, limit: ReadLimit, seconds: float, probe: LandingProbe | None
+        self, after: int, limit: ReadLimit, deadline: float, probe: LandingProbe | None
     ) -> int:
-        """The end of a batch of files landing within ``seconds``, told by file events
-        or by the landing folder's directory times (listing mode); ``after`` when none."""
+        """The end of a batch of files landing before ``deadline`` (monotonic), told by
+        file events or by the landing folder's directory times (listing mode); ``after``
+        when none."""
         if self._events is not None:
-            if not self._events.wait(seconds):
+            if not self._events.wait(deadline - time.monotonic()):
                 return after
             self.discover()
             return self._admit(after, limit)
-        deadline = time.monotonic() + seconds
         while probe is not None and probe.wait(deadline - time.monotonic()):
             probe.mark()  # what lands while the folder is listed is the next change
             self.discover()
