@@ -19,11 +19,12 @@ from tests.autoloader.test_notifications import _land, _read_paths, _reader, wok
 LIMIT = ReadMaxFiles(1000)
 
 
-def _idle_triggers(reader, offset: dict) -> None:
-    """Two idle triggers 0.5 s apart, as Spark's 500 ms trigger runs them: the reader
-    learns the interval from them."""
-    assert reader.latestOffset(offset, LIMIT) == offset
-    time.sleep(0.5)
+def idle_triggers(reader, offset: dict) -> None:
+    """Idle triggers 0.5 s apart, as Spark's 500 ms trigger runs them, the first of them
+    late (after a batch that ran past the interval): the reader learns the interval."""
+    for gap in (0.3, 0.5, 0.5):
+        assert reader.latestOffset(offset, LIMIT) == offset
+        time.sleep(gap)
 
 
 def test_a_landing_file_ends_an_idle_listing_trigger_at_once(tmp_path):
@@ -34,7 +35,7 @@ def test_a_landing_file_ends_an_idle_listing_trigger_at_once(tmp_path):
     start = reader.initialOffset()
     first = reader.latestOffset(start, LIMIT)
     assert _read_paths(reader, start, first) == [os.path.join(land, "a.json")]
-    _idle_triggers(reader, first)
+    idle_triggers(reader, first)
     # A file lands in a subfolder 150 ms into the next idle trigger, written under a
     # hidden name first (a change that lists nothing new: the trigger keeps waiting).
     sub = os.path.join(land, "day=1")
@@ -88,8 +89,9 @@ def test_the_interval_is_learnt_once_so_waits_in_turn_do_not_grow():
     wait, and the next trigger after both: the gaps then hold the waits. Learnt from them,
     the waits would grow at each trigger (to the 1 s cap, a trigger every 2 s)."""
     idle = IdleWait()
-    assert idle.seconds(10.0) == 0.0  # nothing learnt yet: no wait
-    idle.idle(10.0)
-    assert idle.seconds(10.5) == pytest.approx(0.4)  # 80% of the 500 ms interval
-    idle.idle(10.5)
-    assert idle.seconds(11.3) == pytest.approx(0.4)  # a gap of 0.8 s: still 0.4
+    for now in (10.0, 10.2):  # the first idle trigger late: a gap of 0.2 s
+        assert idle.seconds(now) == 0.0  # nothing learnt yet: no wait
+        idle.idle(now)
+    assert idle.seconds(10.7) == pytest.approx(0.4)  # 80% of the longest gap, 500 ms
+    idle.idle(10.7)
+    assert idle.seconds(11.5) == pytest.approx(0.4)  # a gap of 0.8 s: still 0.4
