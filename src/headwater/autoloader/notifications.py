@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 SAFETY_LISTING_MS = 60_000  # the listing interval in this mode without backfillInterval
 MAX_WAIT_S = 1.0  # the longest latestOffset holds the query thread (and so query.stop())
 WAIT_SHARE = 0.8  # of the trigger interval seen between idle triggers
+LEARN_GAPS = 2  # gaps between idle triggers the interval is learnt from
 
 # Linux announces a finished write (close after writing); other systems only changes.
 _WRITTEN: tuple[type[FileSystemEvent], ...] = (
@@ -132,15 +133,23 @@ class IdleWait:
     interval, learnt from the time between two triggers that found nothing (Spark starts
     triggers on multiples of the interval), so the wait ends before the next trigger is
     due and never delays one. Capped at :data:`MAX_WAIT_S`, the longest ``query.stop()``
-    can wait for it. Nothing is waited until an interval has been seen."""
+    can wait for it. Nothing is waited until the interval is known, and it is learnt once,
+    from the first :data:`LEARN_GAPS` gaps, in which no source waited (a query reading
+    several streams waits in each in turn, so later gaps would hold the waits and grow with
+    them), the longest of them (an idle trigger that started late, after a batch ran past
+    the interval, is followed by a short gap)."""
 
     def __init__(self) -> None:
         self._last_idle_start: float | None = None
+        self._gaps: list[float] = []
         self.interval_s: float | None = None
 
     def seconds(self, now: float) -> float:
-        if self._last_idle_start is not None:
-            self.interval_s = now - self._last_idle_start
+        """The wait of an idle trigger that started at ``now``, counted from ``now``."""
+        if self.interval_s is None and self._last_idle_start is not None:
+            self._gaps.append(now - self._last_idle_start)
+            if len(self._gaps) == LEARN_GAPS:
+                self.interval_s = max(self._gaps)
         if self.interval_s is None:
             return 0.0
         return min(MAX_WAIT_S, WAIT_SHARE * self.interval_s)

@@ -42,6 +42,7 @@ from headwater.autoloader.discovery import (
     partition_values,
     stat_landed,
 )
+from headwater.autoloader.landing_probe import LandingProbe
 from headwater.autoloader.notifications import SAFETY_LISTING_MS, FileEvents, IdleWait
 from headwater.autoloader.options import CloudFilesOptions
 from headwater.autoloader.schema import (
@@ -203,6 +204,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._events: FileEvents | None = None  # cloudFiles.useNotifications, once started
         self.available_now = False  # Trigger.AvailableNow: one listing, nothing to wait for
         self._idle = IdleWait()
+        self._probe: LandingProbe | None = None  # listing mode on a local folder, once used
 
     @property
     def state(self) -> FileState:
@@ -214,6 +216,7 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         d = dict(self.__dict__)
         d["_state"] = None
         d["_events"] = None
+        d["_probe"] = None
         return d
 
     def stop(self) -> None:
@@ -326,19 +329,48 @@ class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # the sink; its own commit() call for that batch comes later, or never for the last.
         self._mark_committed(after)
         started = time.monotonic()
+        probe = self._landing_probe()
         if self.target is None:
+            probe = probe if probe is not None and probe.mark() else None
             self.discover()
         end = self._admit(after, limit)
-        events = self._events if self.target is None else None
-        # Nothing new: wait for a file to land rather than for the next trigger.
-        if end == after and events is not None and events.wait(self._idle.seconds(started)):
-            self.discover()
-            end = self._admit(after, limit)
+        if end == after and self.target is None:
+            # Nothing new: wait for a file to land rather than for the next trigger.
+            deadline = started + self._idle.seconds(started)  # the listing counts in it
+            end = self._wait_for_files(after, limit, deadline, probe)
         if end == after:
             self._idle.idle(started)
         else:
             self._idle.busy()
         return self._offset(end)
+
+    def _wait_for_files(
+        self, after: int, limit: ReadLimit, deadline: float, probe: LandingProbe | None
+    ) -> int:
+        """The end of a batch of files landing before ``deadline`` (monotonic), told by
+        file events or by the landing folder's directory times (listing mode); ``after``
+        when none."""
+        if self._events is not None:
+            if not self._events.wait(deadline - time.monotonic()):
+                return after
+            self.discover()
+            return self._admit(after, limit)
+        while probe is not None and probe.wait(deadline - time.monotonic()):
+            probe.mark()  # what lands while the folder is listed is the next change
+            self.discover()
+            end = self._admit(after, limit)
+            if end != after:
+                return end
+        return after
+
+    def _landing_probe(self) -> LandingProbe | None:
+        """The directory-time probe of a listing stream on a local or mounted folder (not
+        with file events, ``availableNow`` or on an object store)."""
+        if self.opts.use_notifications or self.available_now or storage.is_remote(self.path):
+            return None
+        if self._probe is None:
+            self._probe = LandingProbe(self.path)
+        return self._probe
 
     def _admit(self, after: int, limit: ReadLimit) -> int:
         unlimited = isinstance(limit, ReadAllAvailable)
