@@ -34,7 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from headwater import formats, storage
+from headwater import formats, storage, stream_runner
 from headwater.autoloader import file_metadata, small_files
 from headwater.autoloader.discovery import (
     list_after,
@@ -195,6 +195,7 @@ class FilesPartition(InputPartition):
 
 class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, path: str, opts: CloudFilesOptions, schema: ResolvedSchema) -> None:
+        stream_runner.pyarrow_without_pandas()  # (the stream's start: headwater.stream_runner)
         self.path = path
         self.opts = opts
         self.resolved = schema

@@ -36,7 +36,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from headwater import storage
+from headwater import storage, stream_runner
 from headwater.delta.files.arrow_read import (
     FilePartition,
     FileTask,
@@ -80,6 +80,7 @@ class Position:
 
 class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
+        stream_runner.pyarrow_without_pandas()  # (the stream's start: headwater.stream_runner)
         self.log = DeltaLog(path)
         self.schema = schema
         self.max_files = as_int(
