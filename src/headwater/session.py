@@ -61,6 +61,7 @@ def session(
     conf: dict[str, str] | None = None,
     log_level: str = "ERROR",
     delta_engine: str | None = None,
+    s3_connector: bool | None = None,
 ) -> SparkSession:
     """Build a SparkSession ready for headwater tables.
 
@@ -74,6 +75,13 @@ def session(
     names are the session catalog's, while Auto Loader and pipelines run on top of it
     (``pip install 'headwater[delta-spark]'``; its jars from the cache
     ``scripts/fetch-jars.sh delta-spark`` fills, else resolved from Maven Central).
+
+    ``s3_connector`` (default ``$HEADWATER_S3_CONNECTOR``): start Spark with Hadoop's S3
+    connector, ``hadoop-aws`` of pyspark's own Hadoop version (the cache
+    ``scripts/fetch-jars.sh s3a`` fills, else fetched from Maven Central on this first
+    use: about 650 MB, once), so ``s3://`` and ``s3a://`` tables are scanned by Spark
+    itself rather than through Python (docs/storage.md). It must be asked before Spark
+    starts in this process.
     """
     engine = engines.parse(delta_engine or os.environ.get(ENGINE_ENV))
     master = master or os.environ.get("SPARK_MASTER", "local[*]")
@@ -119,7 +127,10 @@ def session(
         settings.setdefault("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         settings.setdefault("spark.executor.memory", "1g")
         settings.setdefault("spark.executor.extraJavaOptions", "-XX:+UseParallelGC")
-    if SparkContext._active_spark_context is None:  # a JVM starts: its settings are final
+    starting = SparkContext._active_spark_context is None
+    if jars.s3_connector_wanted(s3_connector) and starting:
+        settings.update(jars.s3_connector_conf(settings))
+    if starting:  # a JVM starts: its settings are final
         check_start_settings(settings)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -128,7 +139,23 @@ def session(
     if metastore:
         jars.quiet_recovered_errors(spark)
     route_error_logs()
+    if s3_connector and not starting:
+        _require_s3_connector(spark)
     return install(spark, warehouse=warehouse_dir)
+
+
+def _require_s3_connector(spark: SparkSession) -> None:
+    """``s3_connector=True`` asked of a Spark already running: fine if it has the
+    connector, else one line (a JVM's classpath is fixed when it starts)."""
+    from headwater.delta.files.io_choice import has_filesystem
+    from headwater.errors import OptionError
+
+    if not has_filesystem(spark, "s3a"):
+        raise OptionError(
+            "s3_connector=True: Spark already runs in this process without Hadoop's S3 "
+            "connector, and a JVM's classpath is fixed at its start: ask for it in the first "
+            "headwater.session() call (or set HEADWATER_S3_CONNECTOR=1), or spark.stop() first."
+        )
 
 
 # Sizes Spark reads when it starts ("2g", "512m"); a bad one fails the JVM after seconds.

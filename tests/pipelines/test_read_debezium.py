@@ -47,6 +47,12 @@ def test_kafka_arguments_become_options_and_decoding_arguments_stay_apart():
         ),
         ("read_debezium(subscribe => 't')", "bootstrapServers is required"),
         (
+            "read_debezium(bootstrapServers => 'b', subscribe => 't', "
+            "decimalHandlingMode => 'string', millisColumns => 'at')",
+            "decimalHandlingMode, millisColumns decode messages without schemas, with "
+            "schema => '<columns>'; messages with schemas give their own types",
+        ),
+        (
             "read_debezium(bootstrapServers => 'b', subscribe => 't', schema => 'a INT', "
             "SCHEMA => 'b INT')",
             "SCHEMA is given twice",

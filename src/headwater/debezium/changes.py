@@ -47,17 +47,32 @@ STREAM_ONLY = {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"
 def changes(
     kafka_df: DataFrame,
     schema: str | StructType | None = None,
-    decimal_handling_mode: str = "precise",
-    time_precision_mode: str = "adaptive",
+    decimal_handling_mode: str | None = None,
+    time_precision_mode: str | None = None,
     millis_columns: Iterable[str] = (),
 ) -> DataFrame:
     """The change rows of a Debezium topic read by Spark's Kafka source (``kafka_df``,
     batch or stream). ``schema``: the table's columns (DDL or StructType) when the
-    messages carry no schema, decoded as the connector's ``decimal_handling_mode`` and
-    ``time_precision_mode`` wrote them (``millis_columns``: the columns sent in
-    milliseconds under ``adaptive``, PostgreSQL's ``timestamp(0..3)``); with schemas in
-    the messages, leave it None: the types come from them."""
+    messages carry no schema, decoded as the connector's ``decimal_handling_mode``
+    (default ``precise``) and ``time_precision_mode`` (default ``adaptive``) wrote them
+    (``millis_columns``: the columns sent in milliseconds under ``adaptive``, PostgreSQL's
+    ``timestamp(0..3)``); with schemas in the messages, leave them all out: the types come
+    from the messages, and a mode given without ``schema`` is refused rather than ignored."""
+    millis_columns = list(millis_columns)
+    modes = {
+        "decimal_handling_mode": decimal_handling_mode,
+        "time_precision_mode": time_precision_mode,
+        "millis_columns": millis_columns or None,
+    }
+    if schema is None and any(v is not None for v in modes.values()):
+        given = ", ".join(name for name, value in modes.items() if value is not None)
+        raise OptionError(
+            f"{given} decode messages without schemas, with schema= (the columns); messages "
+            "with schemas give their own types: drop it or give schema="
+        )
     if schema is not None:
+        decimal_handling_mode = decimal_handling_mode or "precise"
+        time_precision_mode = time_precision_mode or "adaptive"
         struct = schema if isinstance(schema, StructType) else StructType.fromDDL(schema)
         assert isinstance(struct, StructType)
         fields = [(f.name, f.dataType.simpleString().upper()) for f in struct.fields]

@@ -1,15 +1,21 @@
-"""Where a delta-spark session's JVM jars come from.
+"""Where a session's optional JVM jars come from: delta-spark's, and Hadoop's S3 connector.
 
-The pinned, checksummed copies ``scripts/fetch-jars.sh delta-spark`` leaves in the cache
+The pinned, checksummed copies ``scripts/fetch-jars.sh <tier>`` leaves in the cache
 (``$HEADWATER_JAR_CACHE`` or ``~/.cache/headwater/jars``) when they are there — nothing is
-resolved at start-up; else Spark resolves ``io.delta:delta-spark_2.13`` of the installed
-delta-spark's version from Maven Central, as ``configure_spark_with_delta_pip`` does; and
-on a cluster that already runs delta-spark, nothing is added.
+resolved at start-up; else Spark resolves them from Maven Central at the session's start
+(``spark.jars.packages``, into Ivy's cache: once), as ``configure_spark_with_delta_pip``
+does for delta-spark; and where the caller already names them, nothing is added.
+
+Hadoop's S3 connector (``hadoop-aws``) is added only when the user asks
+(``headwater.session(s3_connector=True)`` or ``$HEADWATER_S3_CONNECTOR=1``): its AWS SDK is
+about 650 MB. Its version must be the Hadoop client's of the installed pyspark
+(:func:`hadoop_version`), which users of ``--packages`` often get wrong.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import uuid
 
 from pyspark.sql import SparkSession
@@ -35,13 +41,18 @@ def delta_spark_version() -> str:
 
 def cached_jars(version: str) -> list[str]:
     """The cached delta-spark jars of ``version`` (empty: none, or another version)."""
+    return cached_tier("delta-spark", f"delta-spark_2.13-{version}.jar")
+
+
+def cached_tier(tier: str, wanted: str) -> list[str]:
+    """The jars ``scripts/fetch-jars.sh <tier>`` left in the cache, if ``wanted`` (the
+    main jar, of the version needed) is among them; else none."""
     root = os.environ.get(CACHE_ENV) or os.path.join(
         os.path.expanduser("~"), ".cache", "headwater", "jars"
     )
-    folder = storage.join(storage.normalize(root), "delta-spark")
+    folder = storage.join(storage.normalize(root), tier)
     found = storage.list_files(folder, recursive=False) if storage.is_dir(folder) else []
     jars = sorted(storage_paths.local_path(f.path) for f in found if f.path.endswith(".jar"))
-    wanted = f"delta-spark_2.13-{version}.jar"
     return jars if any(j.endswith("/" + wanted) for j in jars) else []
 
 
@@ -58,6 +69,53 @@ def session_conf(existing: dict[str, str]) -> dict[str, str]:
         return {"spark.jars": ",".join(listed + jars)}
     packages = [p for p in existing.get("spark.jars.packages", "").split(",") if p]
     return {"spark.jars.packages": ",".join([*packages, f"io.delta:delta-spark_2.13:{version}"])}
+
+
+S3_CONNECTOR_ENV = "HEADWATER_S3_CONNECTOR"
+
+
+def s3_connector_wanted(asked: bool | None) -> bool:
+    """``session(s3_connector=...)``, else ``$HEADWATER_S3_CONNECTOR`` (1/true/yes)."""
+    if asked is not None:
+        return asked
+    return os.environ.get(S3_CONNECTOR_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def hadoop_version() -> str:
+    """The Hadoop client version of the installed pyspark (its ``hadoop-client-api`` jar),
+    which ``hadoop-aws`` must match."""
+    import pyspark
+
+    folders = [os.path.join(os.path.dirname(pyspark.__file__), "jars")]
+    if os.environ.get("SPARK_HOME"):
+        folders.append(os.path.join(os.environ["SPARK_HOME"], "jars"))
+    for folder in map(storage.normalize, folders):
+        files = storage.list_files(folder, recursive=False) if storage.is_dir(folder) else []
+        for name in sorted(f.base_name for f in files):
+            found = re.fullmatch(r"hadoop-client-api-(\d+\.\d+\.\d+)\.jar", name)
+            if found:
+                return found.group(1)
+    raise OptionError(
+        "s3_connector=True: no hadoop-client-api jar in pyspark's jars, so the S3 "
+        "connector's version is unknown: add org.apache.hadoop:hadoop-aws:<Spark's Hadoop "
+        "version> to spark.jars.packages yourself."
+    )
+
+
+def s3_connector_conf(existing: dict[str, str]) -> dict[str, str]:
+    """The settings that put Hadoop's S3 connector on a new session's classpath: the cached
+    ``s3a`` jars of the pyspark's Hadoop version, else ``hadoop-aws`` of that version from
+    Maven Central (none when the caller already names ``hadoop-aws``)."""
+    given = existing.get("spark.jars", "") + "," + existing.get("spark.jars.packages", "")
+    if "hadoop-aws" in given:
+        return {}
+    version = hadoop_version()
+    jars = cached_tier("s3a", f"hadoop-aws-{version}.jar")
+    if jars:
+        listed = [j for j in existing.get("spark.jars", "").split(",") if j]
+        return {"spark.jars": ",".join(listed + jars)}
+    packages = [p for p in existing.get("spark.jars.packages", "").split(",") if p]
+    return {"spark.jars.packages": ",".join([*packages, f"org.apache.hadoop:hadoop-aws:{version}"])}
 
 
 def metastore_conf(warehouse: str, existing: dict[str, str]) -> dict[str, str]:

@@ -182,6 +182,14 @@ def kafka_source(
         raise KafkaArgumentError(
             f"name the topics with exactly one of {', '.join(STRATEGIES)} ({found})."
         )
+    without_schema = [
+        seen[n.lower()] for n in DECODE_OPTIONS if n != "schema" and n.lower() in seen
+    ]
+    if without_schema and "schema" not in seen:
+        raise KafkaArgumentError(
+            f"{', '.join(without_schema)} decode messages without schemas, with schema => "
+            "'<columns>'; messages with schemas give their own types: drop it or add schema."
+        )
     wrong = STREAM_ONLY if not streaming else BATCH_ONLY
     for name in wrong:
         if name.lower() in seen:

@@ -75,6 +75,11 @@ def unbind_s3(spark: SparkSession) -> None:
         _known.pop(S3_SCHEME, None)
 
 
+def has_filesystem(spark: SparkSession, scheme: str) -> bool:
+    """Whether Spark has a Hadoop filesystem for ``scheme`` (``s3a``: the S3 connector)."""
+    return _filesystem_class(spark, scheme) is not None
+
+
 def _filesystem_class(spark: SparkSession, scheme: str) -> str | None:
     """The class of Spark's Hadoop filesystem for ``scheme``; None when it has none."""
     jvm = spark._jvm
