@@ -213,6 +213,7 @@ def bench_session(
     run_dir: Path,
     spark: SparkSession | None = None,
     conf: dict[str, str] | None = None,
+    s3_connector: bool | None = None,
 ) -> Iterator[SparkSession]:
     """The session a bench runs in. ``spark`` given (a test suite's, so a smoke test starts
     no JVM of its own): that one, left running, and as it was afterwards (:func:`restored`).
@@ -225,7 +226,11 @@ def bench_session(
     import headwater
 
     built = headwater.session(
-        app_name, master=args.master, warehouse=str(run_dir / "warehouse"), conf=conf
+        app_name,
+        master=args.master,
+        warehouse=str(run_dir / "warehouse"),
+        conf=conf,
+        s3_connector=s3_connector,
     )
     try:
         yield built

@@ -1,5 +1,7 @@
 """Delta and Auto Loader on a local S3 server (SeaweedFS), against Spark's own Parquet on
-``s3a://`` (Hadoop's S3 connector, test-only jars) over the same data in the same run.
+``s3a://`` over the same data in the same run. The session starts as a pip-only user's
+asking for Hadoop's S3 connector does, ``headwater.session(s3_connector=True)`` (its jars
+from the cache ``scripts/fetch-jars.sh s3a`` fills, else from Maven Central).
 
 Measurements:
 * **write**: N rows as a Delta table on ``s3a://`` and on ``s3://`` (pyarrow on the
@@ -48,7 +50,6 @@ from _common import (
 
 sys.path.insert(0, str(BENCH_DIR.parent))  # the S3 server and connector helpers of the tests
 
-from tests.s3.connector import s3a_conf  # noqa: E402
 from tests.s3.seaweedfs import seaweedfs  # noqa: E402
 
 TARGETS = {"write": 1.5, "scan": 1.2, "pip_scan": 1.5, "discovery": 0.2}
@@ -62,11 +63,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_bench_args(p, argv, at_least_one=("--rows", "--objects", "--new"))
     run_dir = make_run_dir(args.workdir, "bench-s3-")
     # A session of its own, always: Hadoop's S3 connector must be on the classpath when the
-    # JVM starts (spark.jars), so the smoke test runs this one as a subprocess.
+    # JVM starts, so the smoke test runs this one as a subprocess.
     try:
         with seaweedfs() as server:
-            conf = {**server.spark_conf(), **s3a_conf(server.endpoint)}
-            with bench_session(args, "bench-s3", run_dir, conf=conf) as spark:
+            conf = server.spark_conf()
+            with bench_session(args, "bench-s3", run_dir, conf=conf, s3_connector=True) as spark:
                 report = run(spark, args, run_dir, f"{server.bucket}/bench")
                 report["environment"] = environment(spark)
     finally:
