@@ -110,7 +110,7 @@ def spark_has_filesystem(spark: SparkSession, path: str) -> bool:
         "read by Spark's native Parquet scan and written by pyarrow straight to their place"
         if found
         else "read and written by pyarrow on the executors (Spark has no filesystem for this "
-        "scheme: put a connector such as hadoop-aws on Spark's classpath for Spark's own "
-        "Parquet scan of s3:// and s3a://)",
+        "scheme; for Spark's own Parquet scan of s3:// and s3a://, start the session with "
+        "headwater.session(s3_connector=True) or HEADWATER_S3_CONNECTOR=1)",
     )
     return found
