@@ -213,3 +213,24 @@ def test_outside_inputs_are_keyed_by_location_and_found_through_temporary_views(
     ).named(graph.written(flows["mv"]))
     assert plan.reason == "input 'src.orders' changed (updates)"
     assert plan.considered[0].reason == "'src.regions' grew"
+
+
+STRICT = (
+    "CREATE MATERIALIZED VIEW large REFRESH POLICY INCREMENTAL STRICT AS "
+    "SELECT id, region FROM {src} WHERE amount >= 20"
+)
+
+
+def test_a_strict_view_refused_names_its_outside_input_as_written(project):
+    """REFRESH POLICY INCREMENTAL STRICT over an outside table that was updated: the flow
+    fails rather than recompute, and its one line names the table as the query read it,
+    not by its location's key."""
+    src = outside_table(project)
+    project.source("large.sql", STRICT.format(src=src))
+    assert project.run().ok  # the first build is allowed
+    project.spark.sql(f"UPDATE {src} SET amount = amount + 5 WHERE id = 10")
+    failed = project.run()
+    assert not failed.ok
+    line = str(failed.flows["large"].error).splitlines()[0]
+    assert line.startswith("[MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE]"), line
+    assert f"'{src}'" in line and "delta.`" not in line, line

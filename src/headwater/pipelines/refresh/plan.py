@@ -189,9 +189,7 @@ class RefreshPlan:
         by the name they read it by (``src.orders``, not ``delta.`/warehouse/...```)."""
 
         def say(text: str | None) -> str | None:
-            for key, name in written.items():
-                text = text.replace(key, name) if text else text
-            return text
+            return named_text(text, written) if text else text
 
         return replace(
             self,
@@ -221,6 +219,14 @@ class RefreshPlan:
             **({"executor": self.executor} if self.technique != Technique.NO_OP else {}),
             **({"executor_reason": self.executor_reason} if self.executor_reason else {}),
         }
+
+
+def named_text(text: str, written: Mapping[str, str]) -> str:
+    """``text`` with each input's key replaced by ``written[key]``, the name the query read
+    it by (:meth:`RefreshPlan.named`)."""
+    for key, name in written.items():
+        text = text.replace(key, name)
+    return text
 
 
 class NotIncrementalizable(PipelineDefinitionError):

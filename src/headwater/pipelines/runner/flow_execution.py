@@ -19,7 +19,7 @@ from headwater.event_log_format import FlowStatus
 from headwater.pipelines.define.elements import Dataset
 from headwater.pipelines.graph.analysis import AnalysedFlow, Graph, evaluate
 from headwater.pipelines.graph.reads import PipelineReads, unnarrowed
-from headwater.pipelines.refresh.plan import Technique
+from headwater.pipelines.refresh.plan import NotIncrementalizable, Technique, named_text
 from headwater.pipelines.runner import affected_keys, partition_refresh, view_avg, view_refresh
 from headwater.pipelines.runner import flows as flow_runs
 from headwater.pipelines.runner import retry as run_retry
@@ -217,16 +217,20 @@ class FlowExecutor:
                 built.append(evaluate(flow, reads))
             return built[0]
 
-        plan, record, changed = view_refresh.plan_view(
-            self.ctx.spark,
-            af,
-            dataset,
-            versions,
-            lambda: (query(), frames),
-            quarantines=aside is not None,
-            state_folder=view_avg.state_folder(self.ctx.layout.checkpoint(flow.name)),
-        )
-        plan = plan.named(graph.written(af))
+        written = graph.written(af)
+        try:
+            plan, record, changed = view_refresh.plan_view(
+                self.ctx.spark,
+                af,
+                dataset,
+                versions,
+                lambda: (query(), frames),
+                quarantines=aside is not None,
+                state_folder=view_avg.state_folder(self.ctx.layout.checkpoint(flow.name)),
+            )
+        except NotIncrementalizable as refused:  # inputs named as the query wrote them
+            raise NotIncrementalizable(named_text(str(refused), written)) from refused
+        plan = plan.named(written)
         self.ctx.log.event(
             "planning_information",
             f"'{af.target}' is refreshed by {plan.technique.value}: {plan.reason}.",
