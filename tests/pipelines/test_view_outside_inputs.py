@@ -234,3 +234,30 @@ def test_a_strict_view_refused_names_its_outside_input_as_written(project):
     line = str(failed.flows["large"].error).splitlines()[0]
     assert line.startswith("[MATERIALIZED_VIEW_NOT_INCREMENTALIZABLE]"), line
     assert f"'{src}'" in line and "delta.`" not in line, line
+
+
+STREAMS = """
+from pyspark import pipelines as dp
+
+
+@dp.table
+def copied():
+    return spark.readStream.table("{src}")
+"""
+
+
+def test_a_stream_of_an_outside_table_is_among_its_flows_inputs(project):
+    """``flow_definition``'s ``input_datasets`` names an outside table a flow streams, in
+    Python and in SQL (``STREAM x``), as the user wrote it."""
+    src = outside_table(project)
+    project.source("copied.py", STREAMS.format(src=src))
+    project.source("again.sql", f"CREATE STREAMING TABLE again AS SELECT * FROM STREAM {src}")
+    result = project.run()
+    assert result.ok, result.failed()
+    defined = {
+        e.details["output_dataset"].rsplit(".", 1)[-1]: e.details["input_datasets"]
+        for e in result.events
+        if e.event_type == "flow_definition"
+    }
+    assert defined == {"copied": [src], "again": [src]}, defined
+    assert sorted(project.rows("copied")) == sorted(project.rows("again"))

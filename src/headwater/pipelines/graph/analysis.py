@@ -69,6 +69,8 @@ class AnalysedFlow:
     query: AnalysedQuery | None = field(default=None, compare=False, repr=False)
     # (outside key, the name as the user wrote it) of each table in ``outside``.
     written: tuple[tuple[str, str], ...] = ()
+    # Tables outside the pipeline it reads as a stream, named as the user wrote them.
+    streamed: tuple[str, ...] = ()
 
 
 @dataclass
@@ -306,6 +308,7 @@ def analyse(
                 tuple(reads.outside),
                 query,
                 tuple(reads.written.items()),
+                tuple(reads.streamed),
             )
             _check_flow_kind(datasets, result)
             if datasets[key].kind == "sink" and (datasets[key].format or "").lower() == "kafka":

@@ -98,6 +98,7 @@ class PipelineReads:
     # ... and each one's name as the user wrote it (``src.orders``, ``delta.`/p```), for
     # the messages that name it: its key is its location.
     written: dict[str, str] = field(default_factory=dict)
+    streamed: list[str] = field(default_factory=list)  # outside tables read as streams
     views: list[str] = field(default_factory=list)
     sources_seen: int = 0
 
@@ -145,6 +146,10 @@ class PipelineReads:
         :func:`outside_key` and its rows asked of ``source``. Any other read is Spark's
         (None), but a name found in the pipeline's database (``in_database``) is read
         from there."""
+        if streaming:  # (its name for the flow's definition event)
+            shown = name.strip() if delta_path(name) is None else f"delta.`{delta_path(name)}`"
+            if shown not in self.streamed:
+                self.streamed.append(shown)
         if not streaming and not options:
             found = api.find(self.spark, name)
             if found is not None and found.exists():

@@ -51,7 +51,11 @@ def log_definitions(log: EventLog, graph: Graph) -> None:
             {
                 "output_dataset": af.target,
                 # Delta tables outside the pipeline too, named as the user wrote them
-                "input_datasets": [*af.inputs, *(name for _, name in af.written)],
+                "input_datasets": [
+                    *af.inputs,
+                    *(name for _, name in af.written),
+                    *(name for name in af.streamed if name not in dict(af.written).values()),
+                ],
                 "flow_type": flow_type(af, dataset),
                 "streaming": af.streaming,
                 "once": af.flow.once,
