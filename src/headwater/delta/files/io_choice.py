@@ -101,7 +101,7 @@ def spark_has_filesystem(spark: SparkSession, path: str) -> bool:
     with _lock:
         if location.scheme in _known:
             return _known[location.scheme]
-    found = _filesystem_class(spark, location.scheme) is not None
+    found = has_filesystem(spark, location.scheme)
     with _lock:
         _known[location.scheme] = found
     log.warning(

@@ -51,11 +51,7 @@ def log_definitions(log: EventLog, graph: Graph) -> None:
             {
                 "output_dataset": af.target,
                 # Delta tables outside the pipeline too, named as the user wrote them
-                "input_datasets": [
-                    *af.inputs,
-                    *(name for _, name in af.written),
-                    *(name for name in af.streamed if name not in dict(af.written).values()),
-                ],
+                "input_datasets": [*af.inputs, *outside_inputs(af)],
                 "flow_type": flow_type(af, dataset),
                 "streaming": af.streaming,
                 "once": af.flow.once,
@@ -74,3 +70,10 @@ def log_definitions(log: EventLog, graph: Graph) -> None:
             flow_name=af.flow.name,
             dataset_name=af.target,
         )
+
+
+def outside_inputs(af: AnalysedFlow) -> list[str]:
+    """The tables outside the pipeline a flow reads, as the user wrote them: those read in
+    batch (versioned inputs), then those only streamed."""
+    batch = [name for _, name in af.written]
+    return batch + [name for name in af.streamed if name not in batch]
