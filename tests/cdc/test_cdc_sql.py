@@ -16,8 +16,7 @@ CREATE OR REFRESH STREAMING TABLE accounts_changes AS
 SELECT * FROM STREAM read_debezium(
   bootstrapServers => '${bootstrap}',
   subscribe => '${topic}',
-  startingOffsets => 'earliest',
-  decimalHandlingMode => 'precise');
+  startingOffsets => 'earliest');
 
 CREATE OR REFRESH STREAMING TABLE accounts;
 CREATE FLOW accounts_cdc AS AUTO CDC INTO accounts FROM STREAM(accounts_changes)
