@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# Print the JVM options of the Spark drivers the tests start in subprocesses (scripts/test.sh
-# and tier.sh export them as HEADWATER_TEST_DRIVER_OPTS; tests/conftest.py puts them in
-# SPARK_SUBMIT_OPTS once the worker's own session is up), making the venv's class archive
+# Print the JVM options of every Spark driver the tests start (scripts/test.sh and tier.sh
+# export them as HEADWATER_TEST_DRIVER_OPTS; tests/conftest.py puts them in
+# SPARK_SUBMIT_OPTS before the worker's own session starts), making the venv's class archive
 # first if it is missing.
 #
 #   scripts/test-jvm-opts.sh .venv
 #
-# Most Spark drivers of the tests live seconds to a minute (crash, CLI and benchmark tests
-# start 60-odd of them), and most of that is start-up: loading and verifying ~20,000
-# classes, and compiling Spark's planner twice (C1, then C2 for the hot parts). So:
+# CI is bound by CPU, and most of a test driver's CPU is the JIT: on 2026-11-30 the C2
+# compiler threads took 47 of a worker session's 134 CPU-seconds over
+# tests/pipelines/test_view_avg.py, and 31 of 75 over tests/sql + the CSV and JSON readers.
+# The tests' data is small, so the optimised code never earns its compile time back. So:
+#   - C1 only (-XX:TieredStopAtLevel=1), with the code cache tiered compilation has
+#     (-XX:ReservedCodeCacheSize=240m): with C1 only the JVM reserves 48 MB, which a
+#     session fills in under a minute; then it disables its compiler and runs everything
+#     interpreted (this, not C1, is why C1 only once made the main suite 2.5x slower and
+#     the parity tier twice as slow). With the cache: 134 -> 79 CPU-s (view_avg), 75 -> 45
+#     (sql + readers), the Executor's task time unchanged.
 #   - an application class archive (CDS) of the classes a session loads, made once per
-#     venv, pyspark and Java version by scripts/jvm_class_archive.py (about 30 s; 180 MB);
-#   - C1 only (-XX:TieredStopAtLevel=1): short-lived JVMs never earn C2's compile time back.
-# The test workers' own sessions, which live the whole run, start with neither: with these
-# options a clean-clone run of the main suite went 2.5x slower on its in-worker tests, and
-# tests/formats csv+json + tests/sql took 194 s against 141 s with the archive alone.
+#     venv, pyspark and Java version by scripts/jvm_class_archive.py (about 30 s; 180 MB):
+#     most drivers tests start in subprocesses (crash, CLI and benchmark tests start 60-odd)
+#     live seconds, and most of that is loading and verifying ~20,000 classes.
 # Measured 2026-11-27 on 2 cores: a session's start and a few Delta writes 29-40 s -> 13-15 s;
 # tests/pipelines/test_crash.py + test_cli.py 201 s -> 137 s.
 # Users' sessions are not affected: only the test scripts set these options.
@@ -23,7 +28,7 @@ cd "$(dirname "$0")/.."
 VENV="${1:?name a venv, e.g. .venv}"
 # JVM warnings (the archive's, among them) would land on the stdout the CLI tests read.
 QUIET="-Xlog:disable -Xlog:all=error:stderr"
-OPTS="-XX:TieredStopAtLevel=1 $QUIET"
+OPTS="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m $QUIET"
 KEY="$("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')-$(java -version 2>&1 | sha256sum | cut -c1-10)"
 ARCHIVE="$PWD/$VENV/spark-classes-$KEY.jsa"
 if [ ! -s "$ARCHIVE" ]; then

@@ -73,8 +73,8 @@ status=0
 # tests/conftest.py makes slow files first; by default xdist sends files with many tests
 # first, so the few-test crash and benchmark files ran last and left one worker busy for
 # minutes while the other idled.
-# The JVM options of the drivers tests start in subprocesses (a class archive, C1 only):
-# scripts/test-jvm-opts.sh says why; the workers' own sessions start without them.
+# The JVM options of every Spark driver the tests start, the workers' own sessions among
+# them (a class archive, C1 only with a full-size code cache): scripts/test-jvm-opts.sh.
 HEADWATER_TEST_DRIVER_OPTS="$(bash scripts/test-jvm-opts.sh .venv)" \
   .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder --durations=40 "$@" || status=$?
 for pid in "${prep[@]+"${prep[@]}"}"; do wait "$pid" || true; done

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
@@ -13,33 +12,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The JVM options of the Spark drivers tests start in subprocesses (scripts/test-jvm-opts.sh:
-# a class archive and C1 only, for drivers that live seconds): every driver started from
-# here on reads them, except the worker's own session (``long_lived_driver``). Idempotent:
-# xdist's workers inherit the environment this module already changed in the controller.
+# The JVM options of the tests' Spark drivers (scripts/test-jvm-opts.sh: a class archive,
+# C1 only with a full-size code cache): every driver started from here on reads them, the
+# worker's own session among them. Idempotent: xdist's workers inherit the environment
+# this module already changed in the controller.
 _DRIVER_OPTS = os.environ.get("HEADWATER_TEST_DRIVER_OPTS", "").strip()
-_USERS_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS", "")
-if _DRIVER_OPTS:
-    _USERS_SUBMIT_OPTS = _USERS_SUBMIT_OPTS.replace(_DRIVER_OPTS, "").strip()
-    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, (_DRIVER_OPTS, _USERS_SUBMIT_OPTS)))
-
-
-@contextlib.contextmanager
-def long_lived_driver():
-    """A Spark driver that lives the whole run (the worker's own session) starts without
-    the short-lived drivers' options: C1 only never earns the optimising compiler's time
-    back over a whole run, and with the class archive alone the in-worker tests ran slower
-    too (tests/formats csv+json + tests/sql 194 s against 141 s, 2026-11-27)."""
-    given = os.environ.get("SPARK_SUBMIT_OPTS")
-    if not _USERS_SUBMIT_OPTS:
-        os.environ.pop("SPARK_SUBMIT_OPTS", None)
-    else:
-        os.environ["SPARK_SUBMIT_OPTS"] = _USERS_SUBMIT_OPTS
-    try:
-        yield
-    finally:
-        if given is not None:
-            os.environ["SPARK_SUBMIT_OPTS"] = given
+if _DRIVER_OPTS and _DRIVER_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
+    given = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, (_DRIVER_OPTS, given)))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -63,10 +43,31 @@ def warehouse() -> Path:
 def spark(warehouse):
     import headwater
 
-    with long_lived_driver():
-        session = headwater.session("headwater-tests", master="local[2]", warehouse=str(warehouse))
+    session = headwater.session("headwater-tests", master="local[2]", warehouse=str(warehouse))
     yield session
+    warn_if_the_code_cache_filled(session)
     session.stop()
+
+
+def warn_if_the_code_cache_filled(session) -> None:
+    """A JVM whose code cache fills disables its compiler and runs the rest of the session
+    interpreted, silently (the tests' drivers log errors only): a warning in pytest's
+    summary says so, and that scripts/test-jvm-opts.sh's cache is too small. (The JVM stops
+    compiling short of 100%, its sweeper frees some: three quarters is the warning's mark.)"""
+    import warnings
+
+    pools = session._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+    used = peak = 0
+    for pool in pools:
+        if str(pool.getName()).startswith(("CodeCache", "CodeHeap")):
+            used += pool.getUsage().getUsed()
+            peak += max(pool.getUsage().getMax(), 0)
+    if peak and used > 0.75 * peak:
+        warnings.warn(
+            f"the Spark driver's code cache is nearly full ({used >> 20} of {peak >> 20} MB): "
+            "its JIT stops when it is; raise -XX:ReservedCodeCacheSize in scripts/test-jvm-opts.sh",
+            stacklevel=1,
+        )
 
 
 @pytest.fixture

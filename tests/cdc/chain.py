@@ -224,6 +224,7 @@ class Connect:
             path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
             files.append(str(path))
         argv = ["java", "-Xmx512m", "-Dorg.apache.logging.log4j.level=WARN", "-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1",
+                "-XX:ReservedCodeCacheSize=240m",  # (C1 alone reserves 48 MB: scripts/test-jvm-opts.sh)
                 "-cp", self.classpath, "org.apache.kafka.connect.cli.ConnectStandalone",
                 str(self.worker_properties()), *files]  # fmt: skip
         with self.log.open("ab") as out:

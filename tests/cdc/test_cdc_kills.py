@@ -148,14 +148,9 @@ def run_and_kill(root: Path, warehouse: str, streaming: bool, seconds: float, lo
     """A continuous update in a driver of its own, SIGKILLed ``seconds`` after its session
     is up, or (``streaming``) after its SCD2 flow has committed a batch; a driver that
     ended by itself before: its log."""
-    # The tests' short-lived drivers compile with C1 alone (tests/conftest.py), whose
-    # default code cache (48 MB) a streaming driver fills within seconds; then the JVM
-    # stops compiling and the driver crawls.
-    opts = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:ReservedCodeCacheSize=256m"
     with log.open("ab") as err:
         proc = subprocess.Popen([sys.executable, "-c", CHILD, str(root), warehouse],
                                 cwd=str(REPO), stdout=subprocess.PIPE, stderr=err,
-                                env={**os.environ, "SPARK_SUBMIT_OPTS": opts.strip()},
                                 start_new_session=True)  # fmt: skip
     try:
         assert proc.stdout is not None

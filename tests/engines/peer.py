@@ -67,18 +67,15 @@ class Peer:
         assert name in ENGINES, name
         ours, theirs = Pipe()
         log = workdir / f"{name}.log"
-        from tests.conftest import long_lived_driver  # (not at import: the child runs this file)
-
-        # A peer lives the whole tier: started without the short-lived drivers' options
-        # (C1 only), which doubled the tier's time (13 -> 27 min, 2026-11-28).
-        with long_lived_driver():  # (the environment is read as it is built)
-            env = {
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-                # Python workers of this venv on both engines: headwater's cloudFiles source
-                # runs in delta-spark's workers too.
-                "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-            }
+        # (a peer's driver reads the tests' JVM options in SPARK_SUBMIT_OPTS, as every
+        # test driver does: tests/conftest.py)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+            # Python workers of this venv on both engines: headwater's cloudFiles source
+            # runs in delta-spark's workers too.
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        }
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [

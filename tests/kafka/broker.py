@@ -117,7 +117,10 @@ class Broker:
         return self.workdir / "broker.log"
 
     def java(self, main: str, *args: str) -> list[str]:
-        return ["java", "-Xmx512m", "-XX:+UseParallelGC", "-cp", self.classpath, main, *args]
+        # C1 only, with the code cache tiered compilation has (scripts/test-jvm-opts.sh says
+        # why): a test's broker moves little data, C2 would compile for nothing.
+        jit = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
+        return ["java", "-Xmx512m", "-XX:+UseParallelGC", *jit, "-cp", self.classpath, main, *args]
 
     def format(self) -> None:
         """Write the properties and format the log dir (once, before the first start)."""

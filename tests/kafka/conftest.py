@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import long_lived_driver
 from tests.jars import tier_jars
 from tests.kafka.broker import Broker, kafka_broker
 
@@ -82,13 +81,12 @@ def tier_session(warehouse, tiers: tuple[str, ...]):
     import headwater
 
     began = time.monotonic()
-    with long_lived_driver():
-        session = headwater.session(
-            "headwater-kafka-tests",
-            master="local[2]",
-            warehouse=str(warehouse),
-            conf={"spark.jars": ",".join(jar for tier in tiers for jar in tier_jars(tier))},
-        )
+    session = headwater.session(
+        "headwater-kafka-tests",
+        master="local[2]",
+        warehouse=str(warehouse),
+        conf={"spark.jars": ",".join(jar for tier in tiers for jar in tier_jars(tier))},
+    )
     print(f"\n[kafka] Spark with the {', '.join(tiers)} jars ready in "
           f"{time.monotonic() - began:.1f}s")  # fmt: skip
     return session
