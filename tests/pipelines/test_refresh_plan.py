@@ -298,3 +298,21 @@ def test_affected_keys_are_recomputed_where_the_keys_come_from_the_changed_input
     ):  # fmt: skip
         plan = plan_refresh("db.gold", facts)
         assert plan.technique == Technique.FULL_RECOMPUTE and why in plan.reason, (why, plan)
+
+
+def test_affected_keys_merge_into_a_large_view_and_rewrite_a_small_one_or_one_with_rules():
+    keyed = Keyed(("k",), {"db.silver": ("key",)}, frozenset(), key_plan.GROUPS)
+    updated = replace(
+        UNCHANGED,
+        changes={"db.silver": Change.UPDATES, "db.dim": Change.NONE},
+        shape=Shape("the query has a min"),
+        change_feed=frozenset({"db.silver"}),
+        rows_changed=10,
+        rows_in_inputs=100,
+        keyed=keyed,
+        rewrite_up_to=1_000_000,
+    )
+    large, small = (replace(updated, view_bytes=b) for b in (10_000_000, 10_000))
+    assert plan_refresh("db.gold", large).merge and plan_refresh("db.gold", large).keyed
+    assert not plan_refresh("db.gold", small).merge
+    assert not plan_refresh("db.gold", replace(large, expectations=True)).merge

@@ -165,7 +165,8 @@ class RefreshPlan:
     considered: tuple[Considered, ...]
     full_reason: str | None = None  # why not incremental, when it is a full recompute
     aggregation: Aggregation | None = None  # the groups to merge (group aggregate)
-    merge: bool = False  # group aggregate by MERGE (a large view), else the view rewritten
+    # group aggregate or affected keys by MERGE (a large view), else the view rewritten
+    merge: bool = False
     retract: bool = False  # group aggregate: rows were removed too (read from the change feed)
     view_version: int | None = None  # the view's version the plan was made on
     rows_appended: int | None = None  # (as in the facts: what the event log shows)
@@ -302,6 +303,8 @@ def _plan(view: str, facts: Facts) -> RefreshPlan:
             (*listed, full),
             view_version=facts.view_version,
             keyed=facts.keyed,
+            # a large view's keys replaced by MERGE; expectations check whole rows
+            merge=_merges(facts) and not facts.expectations,
         )
     if initializing is not None:
         why = no_op.reason

@@ -5,7 +5,9 @@ files the commits removed and added, as a take-back reads them); the query recom
 the inputs' rows with those keys (a semi join below the aggregate, window or DISTINCT);
 and the view's rows of those keys replaced by them in one commit with the refresh's
 record, so a refresh killed at any moment leaves the old rows and the old record or the
-new ones with the new."""
+new ones with the new. A small view is rewritten whole (its untouched rows kept); a large
+one (the plan's cost model, as for the group aggregate's MERGE) by a MERGE that deletes the
+touched keys' rows and inserts their new ones, rewriting only the files that hold them."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from headwater.pipelines.runner.expectations import Rules
 from headwater.pipelines.runner.flows import FlowRun
 
 KEY = "__headwater_key_{}"  # the touched keys' columns (named apart from any input's)
+GONE = "__headwater_gone"  # a MERGE source row naming a touched key whose rows go
 # Key types whose values compare by equality as they group (a map does not compare).
 UNKEYABLE = ("map", "variant")
 
@@ -130,16 +133,21 @@ def replace_keys(
     run: FlowRun,
     rules: Rules,
     user_metadata: str,
+    merge: bool = False,
 ) -> WriteResult | None:
     """The view's rows (at ``view_version``, the one the refresh was planned on) whose
     keys were not touched, and the query's rows on the touched keys' input rows (``df``;
     filtered by the keys again: a constant row of a union branch is not the keys'), in one
-    overwrite commit with the refresh's record."""
+    overwrite commit with the refresh's record; with ``merge`` (a large view without
+    expectations), in one MERGE (:func:`merge_keys`)."""
     view = api.table(spark, af.target).read(version=view_version)
-    kept = _matching(view, keyed.columns, keys, "left_anti")
     fresh = _matching(
         df.select(*[F.col(f"`{c}`") for c in view.columns]), keyed.columns, keys, "left_semi"
     )
+    if merge:
+        assert not rules
+        return merge_keys(spark, af.target, fresh, keyed, keys, user_metadata)
+    kept = _matching(view, keyed.columns, keys, "left_anti")
     return flow_runs.refresh_view(
         spark,
         af,
@@ -149,3 +157,46 @@ def replace_keys(
         rules=rules,
         user_metadata=user_metadata,
     )
+
+
+def merge_keys(
+    spark: SparkSession,
+    target: str,
+    fresh: DataFrame,
+    keyed: Keyed,
+    keys: DataFrame,
+    record: str,
+) -> WriteResult:
+    """One MERGE into the view ``target``: its rows whose keys are among ``keys`` deleted
+    (NULL keys matching NULL keys) and ``fresh``, the query's rows on those keys, inserted,
+    with the refresh's ``record``. The source is ``fresh`` marked to insert and a row per
+    touched key marked :data:`GONE`; only the marked rows match, each target row at most
+    one of them (the keys are distinct), so MERGE's one-match rule holds."""
+    columns = fresh.columns
+    types = {f.name: f.dataType for f in fresh.schema.fields}
+    key_of = {c: KEY.format(i) for i, c in enumerate(keyed.columns)}
+    gone = keys.select(
+        *[
+            (F.col(f"`{key_of[c]}`") if c in key_of else F.lit(None)).cast(types[c]).alias(c)
+            for c in columns
+        ],
+        F.lit(True).alias(GONE),
+    )
+    source = fresh.withColumn(GONE, F.lit(False)).unionByName(gone)
+    same = [f"t.`{c}` <=> s.`{c}`" for c in keyed.columns]
+    condition = " AND ".join([f"s.`{GONE}`", *same])
+    clauses = [
+        api.Clause("matched", "delete"),
+        api.Clause(
+            "not_matched",
+            "insert",
+            F.expr(f"NOT s.`{GONE}`"),
+            {f"`{c}`": F.col(f"s.`{c}`") for c in columns},
+        ),
+    ]
+    result = api.table(spark, target).merge(
+        source.alias("s"), condition, clauses, target_alias="t", user_metadata=record
+    )
+    metrics = result.metrics
+    touched = sum(metrics.get(m, 0) for m in ("numTargetRowsInserted", "numTargetRowsDeleted"))
+    return WriteResult(result.version, num_rows=touched)

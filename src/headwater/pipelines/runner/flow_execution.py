@@ -266,6 +266,7 @@ class FlowExecutor:
                         run=run,
                         rules=rules,
                         user_metadata=record,
+                        merge=plan.merge,
                     )
                 assert plan.overwrite is not None
                 return partition_refresh.overwrite_partitions(
