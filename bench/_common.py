@@ -166,7 +166,8 @@ def header_lines(env: dict, versions: Sequence[str] = ("pyspark", "deltalake")) 
 
 
 def ratio_table(results: Iterable[dict], first: str = "measurement") -> list[str]:
-    """The markdown table of measurements: name, ours, native, ratio, target (missed or not)."""
+    """The markdown table of measurements: name, ours, native, ratio, target (missed or
+    not; ``-`` for a measurement reported without one)."""
     table = [(first, "ours (s)", "native (s)", "ratio", "target")]
     for r in results:
         table.append(
@@ -175,7 +176,9 @@ def ratio_table(results: Iterable[dict], first: str = "measurement") -> list[str
                 f"{r['ours_s']:.3f}",
                 f"{r['native_s']:.3f}",
                 f"{r['ratio']:.2f}",
-                f"{r['target']:.2f}" + ("" if r["meets_target"] else "  (missed)"),
+                "-"
+                if r["target"] is None
+                else f"{r['target']:.2f}" + ("" if r["meets_target"] else "  (missed)"),
             )
         )
     return markdown_table(table)

@@ -15,7 +15,11 @@ def test_bench_view_updates_runs_and_reports_ratios(run_bench):
         "3000",
         "--groups",
         "20",
-        names=("1% appended (30 rows to 3,000)", "1% updated in place (30 of 3,000 rows)"),
+        names=(
+            "1% appended (30 rows to 3,000)",
+            "1% updated in place (30 of 3,000 rows)",
+            "1% appended through a streaming table (30 rows)",
+        ),
     )
     assert report["rows"] == 3000
     for result in report["results"].values():
