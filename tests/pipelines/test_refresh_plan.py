@@ -268,18 +268,26 @@ def test_rows_a_take_back_reads_come_from_the_commits_metrics():
     assert rows_rewritten({}) is None
 
 
-def test_affected_keys_are_recomputed_where_the_keys_come_from_the_changed_input():
-    """(Spark-free) A view keyed by input columns is refreshed by recomputing the touched
-    keys, named by its shape, unless a join's keyless side or an input the keys do not come
-    from changed, the removed rows cannot be read back, or they outnumber the input's."""
-    updated = replace(
+def keyed_update(keyed: Keyed) -> Facts:
+    """10 of 100 rows of ``db.silver`` updated (read back from its feed), ``db.dim`` as it
+    was, under a view keyed by ``keyed``."""
+    return replace(
         UNCHANGED,
         changes={"db.silver": Change.UPDATES, "db.dim": Change.NONE},
         shape=Shape("the query has a window"),
         change_feed=frozenset({"db.silver"}),
         rows_changed=10,
         rows_in_inputs=100,
-        keyed=Keyed(("k",), {"db.silver": ("key",)}, frozenset({"db.dim"}), key_plan.WINDOW),
+        keyed=keyed,
+    )
+
+
+def test_affected_keys_are_recomputed_where_the_keys_come_from_the_changed_input():
+    """(Spark-free) A view keyed by input columns is refreshed by recomputing the touched
+    keys, named by its shape, unless a join's keyless side or an input the keys do not come
+    from changed, the removed rows cannot be read back, or they outnumber the input's."""
+    updated = keyed_update(
+        Keyed(("k",), {"db.silver": ("key",)}, frozenset({"db.dim"}), key_plan.WINDOW)
     )
     plan = plan_refresh("db.gold", updated)
     assert plan.technique == Technique.WINDOW_FUNCTION and plan.keyed == updated.keyed
@@ -302,16 +310,7 @@ def test_affected_keys_are_recomputed_where_the_keys_come_from_the_changed_input
 
 def test_affected_keys_merge_into_a_large_view_and_rewrite_a_small_one_or_one_with_rules():
     keyed = Keyed(("k",), {"db.silver": ("key",)}, frozenset(), key_plan.GROUPS)
-    updated = replace(
-        UNCHANGED,
-        changes={"db.silver": Change.UPDATES, "db.dim": Change.NONE},
-        shape=Shape("the query has a min"),
-        change_feed=frozenset({"db.silver"}),
-        rows_changed=10,
-        rows_in_inputs=100,
-        keyed=keyed,
-        rewrite_up_to=1_000_000,
-    )
+    updated = replace(keyed_update(keyed), rewrite_up_to=1_000_000)
     large, small = (replace(updated, view_bytes=b) for b in (10_000_000, 10_000))
     assert plan_refresh("db.gold", large).merge and plan_refresh("db.gold", large).keyed
     assert not plan_refresh("db.gold", small).merge
