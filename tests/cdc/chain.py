@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.kafka.broker import free_port, stop_process_group, tail
+from tests.kafka.broker import SERVER_JIT, free_port, stop_process_group, tail
 
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 20.0
@@ -223,8 +223,7 @@ class Connect:
             path = self.workdir / f"{name}.properties"
             path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
             files.append(str(path))
-        argv = ["java", "-Xmx512m", "-Dorg.apache.logging.log4j.level=WARN", "-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1",
-                "-XX:ReservedCodeCacheSize=240m",  # (C1 alone reserves 48 MB: scripts/test-jvm-opts.sh)
+        argv = ["java", "-Xmx512m", "-Dorg.apache.logging.log4j.level=WARN", "-XX:+UseParallelGC", *SERVER_JIT,
                 "-cp", self.classpath, "org.apache.kafka.connect.cli.ConnectStandalone",
                 str(self.worker_properties()), *files]  # fmt: skip
         with self.log.open("ab") as out:

@@ -92,6 +92,12 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+# The test servers' JVMs (this broker, Kafka Connect): C1 only, with the code cache tiered
+# compilation has (scripts/test-jvm-opts.sh says why); they move little data, C2 would
+# compile for nothing.
+SERVER_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m")
+
+
 @dataclass
 class Broker:
     """One broker process; ``stop()`` and ``start()`` again keep its ports and data, so a
@@ -117,10 +123,16 @@ class Broker:
         return self.workdir / "broker.log"
 
     def java(self, main: str, *args: str) -> list[str]:
-        # C1 only, with the code cache tiered compilation has (scripts/test-jvm-opts.sh says
-        # why): a test's broker moves little data, C2 would compile for nothing.
-        jit = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
-        return ["java", "-Xmx512m", "-XX:+UseParallelGC", *jit, "-cp", self.classpath, main, *args]
+        return [
+            "java",
+            "-Xmx512m",
+            "-XX:+UseParallelGC",
+            *SERVER_JIT,
+            "-cp",
+            self.classpath,
+            main,
+            *args,
+        ]
 
     def format(self) -> None:
         """Write the properties and format the log dir (once, before the first start)."""
