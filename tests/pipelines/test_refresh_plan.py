@@ -268,13 +268,13 @@ def test_rows_a_take_back_reads_come_from_the_commits_metrics():
     assert rows_rewritten({}) is None
 
 
-def keyed_update(keyed: Keyed) -> Facts:
+def keyed_update(keyed: Keyed, shape: str) -> Facts:
     """10 of 100 rows of ``db.silver`` updated (read back from its feed), ``db.dim`` as it
-    was, under a view keyed by ``keyed``."""
+    was, under a view keyed by ``keyed`` whose ``shape`` has no other technique."""
     return replace(
         UNCHANGED,
         changes={"db.silver": Change.UPDATES, "db.dim": Change.NONE},
-        shape=Shape("the query has a window"),
+        shape=Shape(shape),
         change_feed=frozenset({"db.silver"}),
         rows_changed=10,
         rows_in_inputs=100,
@@ -287,7 +287,8 @@ def test_affected_keys_are_recomputed_where_the_keys_come_from_the_changed_input
     keys, named by its shape, unless a join's keyless side or an input the keys do not come
     from changed, the removed rows cannot be read back, or they outnumber the input's."""
     updated = keyed_update(
-        Keyed(("k",), {"db.silver": ("key",)}, frozenset({"db.dim"}), key_plan.WINDOW)
+        Keyed(("k",), {"db.silver": ("key",)}, frozenset({"db.dim"}), key_plan.WINDOW),
+        "the query has a window",
     )
     plan = plan_refresh("db.gold", updated)
     assert plan.technique == Technique.WINDOW_FUNCTION and plan.keyed == updated.keyed
@@ -310,7 +311,7 @@ def test_affected_keys_are_recomputed_where_the_keys_come_from_the_changed_input
 
 def test_affected_keys_merge_into_a_large_view_and_rewrite_a_small_one_or_one_with_rules():
     keyed = Keyed(("k",), {"db.silver": ("key",)}, frozenset(), key_plan.GROUPS)
-    updated = replace(keyed_update(keyed), rewrite_up_to=1_000_000)
+    updated = replace(keyed_update(keyed, "the query has a min"), rewrite_up_to=1_000_000)
     large, small = (replace(updated, view_bytes=b) for b in (10_000_000, 10_000))
     assert plan_refresh("db.gold", large).merge and plan_refresh("db.gold", large).keyed
     assert not plan_refresh("db.gold", small).merge
