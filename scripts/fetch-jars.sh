@@ -64,9 +64,7 @@ ensure_mvn() {
   command -v mvn >/dev/null 2>&1 && return
   command -v apt-get >/dev/null 2>&1 || die "mvn is missing and there is no apt-get to install it; install Maven 3"
   echo "== installing Maven (maven)" >&2
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq maven >/dev/null
+  bash "$ROOT/scripts/apt-install.sh" maven >&2
 }
 
 # Resolve the tier's profile with Maven into a fresh folder next to the cache.

@@ -7,9 +7,7 @@ cd "$(dirname "$0")/.."
 
 if ! command -v java >/dev/null 2>&1; then
   echo "== installing Java 17 (openjdk-17-jre-headless)"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  bash scripts/apt-install.sh openjdk-17-jre-headless
 fi
 
 PY=${PYTHON:-python3}

@@ -3,22 +3,49 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+# The set-up steps that do not depend on each other run side by side: apt and Maven wait on
+# the network, the checks and the class archive on a core (on a fresh machine they took
+# 2-3 min one after the other). Each step's output is printed when all are done; a failed
+# step stops the run before the tests. apt is serialised by a lock (scripts/apt-install.sh).
+SETUP="$(mktemp -d)"
+steps=()
+started=$(date +%s)
+step() {  # step KEY TITLE COMMAND...: in the background, its output into $SETUP/KEY.log
+  local key="$1" title="$2"; shift 2
+  echo "$title" >"$SETUP/$key.title"
+  ( "$@" && status=0 || status=$?; echo $(( $(date +%s) - started )) >"$SETUP/$key.took"; exit $status ) \
+    >"$SETUP/$key.log" 2>&1 &
+  steps+=("$!:$key")
+}
+if ! command -v chromium >/dev/null 2>&1; then
   # The pipeline report is checked in a real browser (the test skips without one).
-  echo "== installing Chromium (for the report's browser test)"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  ($SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-    $SUDO apt-get install -y -qq chromium >/dev/null) || echo "   (Chromium not installed)"
+  step chromium "installing Chromium (for the report's browser test)" \
+    bash -c 'bash scripts/apt-install.sh chromium || echo "   (Chromium not installed)"'
 fi
-echo "== lint (ruff), layers (import-linter), types (mypy)"
-.venv/bin/ruff check src tests bench
-.venv/bin/ruff format --check --quiet src tests bench
-.venv/bin/lint-imports --no-cache
-.venv/bin/mypy
-echo "== JVM jars the test tiers use (jars/pom.xml; fetched once, then from the cache)"
-# All of them now, one Maven at a time: the tiers below run side by side and then find
-# their jars in the cache (two Mavens writing one local repository could clash).
-bash scripts/fetch-jars.sh s3a delta-spark kafka kafka-broker cdc jdbc-postgres >/dev/null
+step checks "lint (ruff), layers (import-linter), types (mypy)" bash -c '
+  set -e
+  .venv/bin/ruff check src tests bench
+  .venv/bin/ruff format --check --quiet src tests bench
+  .venv/bin/lint-imports --no-cache
+  .venv/bin/mypy'
+# All the tiers' jars now, one Maven for them all: the tiers below run side by side and then
+# find their jars in the cache (two Mavens writing one local repository could clash).
+step jars "JVM jars the test tiers use (jars/pom.xml; fetched once, then from the cache)" \
+  bash -c 'bash scripts/fetch-jars.sh s3a delta-spark kafka kafka-broker cdc jdbc-postgres >/dev/null'
+# The JVM options of every Spark driver the tests start, the workers' own sessions among
+# them (a class archive, made once per venv, C1 only with a full-size code cache).
+step jvm "JVM options of the tests' Spark drivers (scripts/test-jvm-opts.sh)" \
+  bash -c 'bash scripts/test-jvm-opts.sh .venv >"$1"' _ "$SETUP/driver-opts"
+setup_status=0
+for entry in "${steps[@]}"; do
+  key="${entry#*:}"
+  wait "${entry%%:*}" && outcome="" || { outcome=": FAILED"; setup_status=1; }
+  echo "== $(cat "$SETUP/$key.title") ($(cat "$SETUP/$key.took") s)$outcome"
+  cat "$SETUP/$key.log"
+done
+DRIVER_OPTS="$(cat "$SETUP/driver-opts" 2>/dev/null || true)"
+rm -rf "$SETUP"
+[ "$setup_status" = 0 ] || exit 1
 echo "== tests"
 # Two worker processes (HEADWATER_TEST_WORKERS; 0 runs in this process), whole files per
 # worker: each keeps one SparkSession for its files. Most tests wait on Spark's scheduler,
@@ -73,9 +100,7 @@ status=0
 # tests/conftest.py makes slow files first; by default xdist sends files with many tests
 # first, so the few-test crash and benchmark files ran last and left one worker busy for
 # minutes while the other idled.
-# The JVM options of every Spark driver the tests start, the workers' own sessions among
-# them (a class archive, C1 only with a full-size code cache): scripts/test-jvm-opts.sh.
-HEADWATER_TEST_DRIVER_OPTS="$(bash scripts/test-jvm-opts.sh .venv)" \
+HEADWATER_TEST_DRIVER_OPTS="$DRIVER_OPTS" \
   .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder --durations=40 "$@" || status=$?
 for pid in "${prep[@]+"${prep[@]}"}"; do wait "$pid" || true; done
 # The lanes run side by side (one Spark process each, mostly waiting on a broker or on

@@ -34,9 +34,7 @@ ensure_postgres() {
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && return
   command -v apt-get >/dev/null 2>&1 || die "PostgreSQL is missing and there is no apt-get to install it; install PostgreSQL 15"
   echo "== installing PostgreSQL (postgresql)"
-  local sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null
+  bash scripts/apt-install.sh postgresql
 }
 
 TIER="${1:-}"
