@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.engines.test_cross_engine_races import at_once, commits, engine_of, meet, table
 
-ROUNDS = 5  # about 14 s each on 2 cores: the loser fails or is skipped, then plans again
+ROUNDS = 3  # about 14 s each on 2 cores: the loser fails or is skipped, then plans again
 ROWS = 4
 
 

@@ -35,7 +35,7 @@ from tests.engines.test_cross_engine_races import (
     table,
 )
 
-ROUNDS = 12  # three times through the four partitions (each round ~4 s of CI)
+ROUNDS = 8  # twice through the four partitions (each round ~4 s of CI)
 SEED = 40  # ids 0..39, ten in each of the four partitions (part = id % 4)
 
 State = dict[int, list]  # id -> [part, engine, touched]
