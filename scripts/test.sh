@@ -82,8 +82,8 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # 2026-11-30: the lanes took 27:45 (delta-spark 11:25, kafka 7:44, cdc 8:36) and 29:12
 # (on-delta-spark 13:58, parity 13:59, engines-bench 1:15); the MERGE races' rounds went
 # from 20 to 12 (about 1.5 min), so the benchmark's smoke test ends the first lane.
-# 2026-11-30 (CI, a slow day: 1.17x this machine): main suite 48 min, the lanes 40 and 45
-# min, over CI's 90. delta-spark's own suite on delta-spark left the lanes (about 6 min of
+# 2026-11-30 (CI, a slow day: 1.17x this machine): main suite 48 min, the lanes 40 and about
+# 45 min (cut off), over CI's 90. delta-spark's own suite on delta-spark left the lanes (about 6 min of
 # the second, on-delta-spark) and the cross-engine races run 12/8/3 rounds (about 2 min of
 # the first). The parity matrix alone: 721 s, 1,086 CPU-s (its peers with C2 as well: 687
 # s, 1,179 CPU-s, so they keep C1 only: CI is bound by CPU, not by one lane's wall).
