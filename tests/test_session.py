@@ -57,3 +57,65 @@ def test_local_cluster_executors_in_other_processes_read_and_write(tmp_path):
     )
     out = run_python(code, timeout=400).stdout
     assert "ROWS 1000" in out
+
+
+def _started_workers(tmp_path, code: str, pythonpath: list[str]) -> tuple[list[str], str]:
+    """The arguments of the Python processes a child session started (a ``sitecustomize``
+    that every Python on the path runs records each one's), and the child's output."""
+    import os
+
+    record = tmp_path / "started.txt"
+    recorder = tmp_path / "recorder"
+    recorder.mkdir()
+    (recorder / "sitecustomize.py").write_text(
+        f"import sys\nwith open({str(record)!r}, 'a') as f: f.write(' '.join(sys.argv) + '\\n')\n"
+    )
+    path = os.pathsep.join([*pythonpath, str(recorder)])
+    out = run_python(code, env={"PYTHONPATH": path}).stdout
+    return record.read_text().splitlines(), out
+
+
+@pytest.mark.slow
+def test_a_session_answers_sparks_data_source_lookup_without_a_python_worker(tmp_path):
+    """Spark lists the path's ``pyspark_*`` packages in a Python worker of its own at the
+    first registration; with none on the path, the session tells it so."""
+    code = "import headwater; spark = headwater.session(); spark.range(3).collect()"
+    started, _ = _started_workers(tmp_path, code, [])
+    assert started and not [s for s in started if "lookup_data_sources" in s], started
+
+
+@pytest.mark.slow
+def test_a_pyspark_package_on_the_path_is_still_found_by_sparks_own_lookup(tmp_path):
+    """An installed ``pyspark_*`` package with a ``DefaultSource`` (Spark's convention for
+    data sources registered by installing them) is still looked up, and readable."""
+    package = tmp_path / "packages" / "pyspark_hwprobe"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            from pyspark.sql.datasource import DataSource, DataSourceReader
+
+            class _Reader(DataSourceReader):
+                def read(self, partition):
+                    yield (7,)
+
+            class DefaultSource(DataSource):
+                @classmethod
+                def name(cls):
+                    return "hwprobe"
+
+                def schema(self):
+                    return "n int"
+
+                def reader(self, schema):
+                    return _Reader()
+            """
+        )
+    )
+    code = (
+        "import headwater; spark = headwater.session(); "
+        "print('ROWS', spark.read.format('hwprobe').load().collect())"
+    )
+    started, out = _started_workers(tmp_path, code, [str(package.parent)])
+    assert [s for s in started if "lookup_data_sources" in s], started
+    assert "ROWS [Row(n=7)]" in out

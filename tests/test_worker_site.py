@@ -43,6 +43,23 @@ def test_a_worker_path_imports_the_installed_pyspark_and_runs_the_sitecustomize_
     assert theirs == "1"  # the user's own sitecustomize still ran
 
 
+def test_sparks_own_jar_leaves_the_path_and_no_dropped_archive_keeps_an_importer():
+    """Spark puts its spark-core jar on the workers' path too; Python keeps an importer per
+    archive it searched while starting, which ``importlib.invalidate_caches()`` (called by
+    every worker) would read again."""
+    (jar,) = (Path(pyspark.__file__).parent / "jars").glob("spark-core_*.jar")
+    zips = [str(LIB / "pyspark.zip"), *map(str, LIB.glob("py4j-*.zip"))]
+    code = (
+        "import sys, zipimport; "
+        "print([k for k, v in sys.path_importer_cache.items() "
+        "if isinstance(v, zipimport.zipimporter)]); "
+        "print([p for p in sys.path if 'pyspark' in p and p.endswith(('.zip', '.jar'))])"
+    )
+    # Spark's order: its archives first, then the environment's PYTHONPATH
+    importers, archives = python([*zips, str(jar), str(SITE)], code).splitlines()
+    assert (importers, archives) == ("[]", "[]")
+
+
 def test_a_distributions_zip_is_kept(tmp_path):
     """A zip of a Spark distribution (no installed pyspark beside it) is all there is."""
     home = tmp_path / "spark" / "python" / "lib"

@@ -14,6 +14,14 @@ It drops a zip that lives inside an installed ``pyspark`` package whose importab
 sits beside it, the same files, so the workers import that copy's compiled modules. Zips
 of a Spark distribution (``$SPARK_HOME/python/lib`` with no installed package next to it)
 stay. Then the ``sitecustomize`` this one shadows, if any, runs as it would have.
+
+Spark also puts its own ``spark-core`` jar on that path (``SparkContext.jarOfObject``, from
+when PySpark shipped inside Spark's assembly jar); the jar of an installed pyspark holds no
+Python and goes too. Python had already read the dropped archives' directories while it
+started (the path comes before the standard library), and keeps a ``zipimporter`` per
+archive in ``sys.path_importer_cache``: ``importlib.invalidate_caches()``, which Spark's
+workers call at their start (``setup_spark_files``), reads each of them again, about 70 ms
+of CPU for spark-core's 6,000 entries and pyspark's zip; their cached importers go with them.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import os
 import sys
 
 _LIB = os.sep + os.path.join("pyspark", "python", "lib") + os.sep
+_JARS = os.sep + os.path.join("pyspark", "jars") + os.sep
 
 
 def _installed_copy(entry: str, folders: set[str]) -> bool:
@@ -40,6 +49,22 @@ def _installed_copy(entry: str, folders: set[str]) -> bool:
     )
 
 
+def _spark_jar(entry: str, folders: set[str]) -> bool:
+    """Whether ``entry`` is Spark's own ``spark-core`` jar inside an installed pyspark (one
+    of ``folders``), which Spark puts on its workers' path though it holds no Python."""
+    if not entry.endswith(".jar") or _JARS not in entry:
+        return False
+    root, name = entry.split(_JARS)
+    return name.startswith("spark-core_") and os.path.normpath(root) in folders
+
+
+def _forget_importers(dropped: list[str]) -> None:
+    """The cached importers of dropped archives (and of folders inside them)."""
+    for key in list(sys.path_importer_cache):
+        if any(key == entry or key.startswith(entry + os.sep) for entry in dropped):
+            del sys.path_importer_cache[key]
+
+
 def _run_shadowed(here: str) -> None:
     """The next ``sitecustomize`` on the path (the one this module hid), run as its own."""
     path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
@@ -51,5 +76,7 @@ def _run_shadowed(here: str) -> None:
 
 
 _FOLDERS = {os.path.normpath(p) for p in sys.path if p and not p.endswith(".zip")}
-sys.path[:] = [entry for entry in sys.path if not _installed_copy(entry, _FOLDERS)]
+_DROPPED = [e for e in sys.path if _installed_copy(e, _FOLDERS) or _spark_jar(e, _FOLDERS)]
+sys.path[:] = [entry for entry in sys.path if entry not in _DROPPED]
+_forget_importers(_DROPPED)
 _run_shadowed(os.path.dirname(os.path.abspath(__file__)))
