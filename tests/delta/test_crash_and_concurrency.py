@@ -133,3 +133,48 @@ def test_append_racing_an_overwrite_is_retried_not_lost(spark, tmp_path):
     txn.add_files([AddFile("late.parquet", {}, size, 0, True, '{"numRecords":1}')])
     assert txn.commit() == 2
     assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [7, 100]
+
+
+DELTA_STREAM_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, headwater
+    src, dst, ckpt, die_at_first = sys.argv[1:5]
+    spark = headwater.session(master="local[1]", warehouse=ckpt + "_wh")
+
+    def batch(rows, batch_id):
+        if batch_id == 0 and die_at_first == "yes":  # its end checkpointed, not committed
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+        (rows.write.format("delta").mode("append")
+             .option("txnAppId", "copy").option("txnVersion", batch_id).save(dst))
+
+    (spark.readStream.format("delta").load(src).writeStream.foreachBatch(batch)
+         .option("checkpointLocation", ckpt).trigger(availableNow=True).start()
+         .awaitTermination())
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_delta_stream_killed_in_its_first_batch_reads_that_snapshot_after_a_restart(
+    spark, tmp_path
+):
+    """Spark runs a first batch that did not commit again from the source's initial offset,
+    asked of a new reader after the restart: the table's snapshot the batch was planned on,
+    not the table as it is then (its rows were lost while the table grew in between)."""
+    src, dst, ckpt = (str(tmp_path / n) for n in ("src", "dst", "ckpt"))
+    spark.range(0, 3).write.format("delta").save(src)
+    for die, appended in (("yes", (3, 6)), ("no", None)):
+        child = subprocess.run(
+            [sys.executable, "-c", DELTA_STREAM_CHILD, src, dst, ckpt, die],
+            cwd=str(REPO), capture_output=True, text=True, timeout=300,
+            start_new_session=True,
+        )  # fmt: skip
+        if die == "yes":
+            assert child.returncode == -signal.SIGKILL, child.stderr[-3000:]
+            assert os.path.exists(os.path.join(ckpt, "offsets", "0"))
+            assert not os.path.exists(os.path.join(ckpt, "commits", "0"))
+            spark.range(*appended).write.format("delta").mode("append").save(src)
+        else:
+            assert child.returncode == 0, child.stderr[-3000:]
+    got = sorted(r.id for r in spark.read.format("delta").load(dst).collect())
+    assert got == list(range(6))

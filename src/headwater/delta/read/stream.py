@@ -14,6 +14,18 @@ such a position starts at the latest version again too (:meth:`latestOffset`). O
 are normalised (a fully read commit becomes ``(v + 1, 0)``), so equal positions mean no
 new data. The log is immutable, so the files between two offsets are the same after any
 restart: that is what makes the query exactly-once.
+
+A stream given no starting version begins with the table's snapshot at the version its
+first batch is planned at. Spark keeps no start for a first batch: a query restarted before
+that batch committed runs it again from :meth:`~DeltaStreamReader.initialOffset`, asked of
+a new reader, while its end is the one checkpointed. So that initial offset is the same
+after any restart, ``{"version": -1, ...}`` ("the snapshot the first batch began with"),
+and the version of that snapshot travels in every offset planned from it, as ``"began"``.
+(A ``startingVersion=latest`` stream's first batch is planned at the latest version and
+holds nothing: run again from a later one, it still holds nothing.)
+A start that named the latest version instead moved on with the table: killed between
+checkpointing its first batch's end and committing the batch, a stream over a table that
+kept growing ran that batch from past its end, and the snapshot's rows were never read.
 """
 
 from __future__ import annotations
@@ -59,23 +71,35 @@ DEFAULT_MAX_FILES = 1000
 
 @dataclass(frozen=True)
 class Position:
-    version: int
+    version: int  # -1: the snapshot a stream's first batch begins with (see the module doc)
     index: int
     snapshot: bool
     unread: bool = False  # startingVersion=latest, nothing read yet (see the module doc)
+    began: int | None = None  # the version of that snapshot, once a batch was planned
 
     def to_offset(self) -> dict:
-        offset = {"version": self.version, "index": self.index, "snapshot": self.snapshot}
-        return {**offset, "unread": True} if self.unread else offset
+        offset: dict = {"version": self.version, "index": self.index, "snapshot": self.snapshot}
+        if self.unread:
+            offset["unread"] = True
+        if self.began is not None:
+            offset["began"] = self.began
+        return offset
 
     @classmethod
     def of(cls, offset: dict) -> Position:
+        began = offset.get("began")
         return cls(
             int(offset["version"]),
             int(offset["index"]),
             bool(offset["snapshot"]),
             bool(offset.get("unread", False)),
+            None if began is None else int(began),
         )
+
+
+# Where a stream without a starting version begins, until its first batch is planned: the
+# snapshot as of the version it is planned at (see the module doc).
+BEGINNING = Position(-1, 0, True)
 
 
 class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -117,7 +141,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.starting_timestamp is not None:
             version = cdf.first_version_at_or_after(self.log, self.starting_timestamp)
             return Position(version, 0, False).to_offset()
-        return Position(self.log.latest_version(), 0, True).to_offset()
+        return BEGINNING.to_offset()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.max_bytes is not None and self.max_files == DEFAULT_MAX_FILES:
@@ -137,6 +161,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # the latest version again, as delta-spark's source starts there (one empty batch).
             self._restarted_latest = True
             return Position(latest + 1, 0, False, True).to_offset()
+        if pos.version == BEGINNING.version:  # the snapshot as of now, and noted as such
+            pos = Position(latest, 0, True, began=latest)
         start_pos = pos
         unlimited = isinstance(limit, ReadAllAvailable)
         max_files = None if unlimited else self.max_files
@@ -150,12 +176,13 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     (max_files is not None and taken_files >= max_files)
                     or (max_bytes is not None and taken_bytes >= max_bytes)
                 ):
-                    return pos.to_offset()
+                    return replace(pos, began=start_pos.began).to_offset()
                 taken_files += 1
                 taken_bytes += files[pos.index].size
                 pos = Position(pos.version, pos.index + 1, pos.snapshot)
             pos = Position(pos.version + 1, 0, False)
-        return replace(pos, unread=start_pos.unread and not taken_files).to_offset()
+        unread = start_pos.unread and not taken_files
+        return replace(pos, unread=unread, began=start_pos.began).to_offset()
 
     def reportLatestOffset(self) -> dict | None:
         return Position(self.log.latest_version() + 1, 0, False).to_offset()
@@ -166,6 +193,8 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         pos, stop = Position.of(start), Position.of(end)
         if stop.unread:  # nothing read: the start moved to the latest version
             return []
+        if pos.version == BEGINNING.version:
+            pos = Position(self._began(stop), 0, True)
         tasks: list[FileTask] = []
         while (pos.version, pos.index) < (stop.version, stop.index):
             files = self._files(pos)
@@ -180,6 +209,21 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield from cdf.read_changes(partition.tasks, self.schema, partition.physical_schema)
         else:
             yield from read_files(partition.tasks, self.schema, partition.physical_schema)
+
+    def _began(self, end: Position) -> int:
+        """The version of the snapshot a first batch ending at ``end`` began with. An end
+        checkpointed by an earlier headwater does not say: inside a snapshot it is that
+        snapshot's; past it, the latest version is where that headwater began again too."""
+        if end.began is not None:
+            return end.began
+        if end.snapshot:
+            return end.version
+        log.warning(
+            "The first batch of the stream over %s was planned by an earlier headwater and "
+            "not committed; it is run again from the table's latest version.",
+            self.log.root,
+        )
+        return self.log.latest_version()
 
     @cached_property
     def _physical(self) -> StructType | None:
