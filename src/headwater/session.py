@@ -377,8 +377,8 @@ def _answer_python_data_source_lookup(spark: SparkSession) -> None:
     8.4 CPU-s without (2026-11-30, 2 cores). When the worker runs this interpreter, without
     files shipped to its path (``pyFiles``), the modules it would list are this process's,
     with the folders Spark adds to its ``PYTHONPATH``: if none of those is named
-    ``pyspark_*``, Spark's lookup would find nothing and is told so. Otherwise, or with a Spark that keeps the answer elsewhere,
-    Spark looks as it always does."""
+    ``pyspark_*``, Spark's lookup would find nothing and is told so. Otherwise, or with a
+    Spark that keeps the answer elsewhere, Spark looks as it always does."""
     import pkgutil
 
     context = spark.sparkContext

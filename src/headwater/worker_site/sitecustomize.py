@@ -54,7 +54,7 @@ def _spark_jar(entry: str, folders: set[str]) -> bool:
     of ``folders``), which Spark puts on its workers' path though it holds no Python."""
     if not entry.endswith(".jar") or _JARS not in entry:
         return False
-    root, name = entry.split(_JARS)
+    root, name = entry.rsplit(_JARS, 1)
     return name.startswith("spark-core_") and os.path.normpath(root) in folders
 
 
