@@ -20,8 +20,18 @@
 #     venv, pyspark and Java version by scripts/jvm_class_archive.py (about 30 s; 180 MB):
 #     most drivers tests start in subprocesses (crash, CLI and benchmark tests start 60-odd)
 #     live seconds, and most of that is loading and verifying ~20,000 classes.
-# Measured 2026-11-27 on 2 cores: a session's start and a few Delta writes 29-40 s -> 13-15 s;
-# tests/pipelines/test_crash.py + test_cli.py 201 s -> 137 s.
+#   Measured 2026-11-27 on 2 cores: a session's start and a few Delta writes 29-40 s -> 13-15 s;
+#   tests/pipelines/test_crash.py + test_cli.py 201 s -> 137 s.
+#   - no whole-stage code generation (-Dspark.sql.codegen.wholeStage=false, a spark.*
+#     system property, which every SparkConf reads): Spark's operators run one by one
+#     instead of as Java source Janino compiles for each new query shape. On the tests'
+#     small data the compile is much of a query's cost: in a profile of the main suite's
+#     two drivers (2026-12-01, JFR) code generation was 17-27% of their sampled CPU,
+#     Janino's class lookups through 300 jars among it. A setting users have too, results
+#     the same. Measured (same files, one after the other, 2 cores): the view, SQL and
+#     SCD2 files 516 -> 439 CPU-s (with the sources' bytecode, scripts/setup.sh). Spark's
+#     internal spark.sql.codegen.factoryMode=NO_CODEGEN (expressions interpreted too) saved
+#     a little more but broke spark.catalog.listTables (EXPRESSION_DECODING_FAILED).
 # Users' sessions are not affected: only the test scripts set these options.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +39,7 @@ VENV="${1:?name a venv, e.g. .venv}"
 # JVM warnings (the archive's, among them) would land on the stdout the CLI tests read.
 QUIET="-Xlog:disable -Xlog:all=error:stderr"
 OPTS="-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m $QUIET"
+CODEGEN="-Dspark.sql.codegen.wholeStage=false"
 KEY="$("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')-$(java -version 2>&1 | sha256sum | cut -c1-10)"
 ARCHIVE="$PWD/$VENV/spark-classes-$KEY.jsa"
 if [ ! -s "$ARCHIVE" ]; then
@@ -44,4 +55,4 @@ if [ ! -s "$ARCHIVE" ]; then
   rm -rf "$WORK"
 fi
 [ -s "$ARCHIVE" ] && OPTS="-XX:SharedArchiveFile=$ARCHIVE $OPTS"
-echo "$OPTS"
+echo "$OPTS $CODEGEN"
