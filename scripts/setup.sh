@@ -15,9 +15,6 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   "$PY" -m venv .venv
 fi
-# The install is editable, so source edits need none: install again only when what pip
-# reads changed (pyproject.toml, this checkout's place, the venv's Python), or when asked
-# (HEADWATER_REINSTALL=1). The stamp is written only after a successful install.
 # Bytecode for the checkout's own modules, made here because an editable install leaves
 # it to the first import, and a PYTHONDONTWRITEBYTECODE=1 environment (as on our machines)
 # never writes it: every Python process then compiled headwater's ~240 modules from
@@ -25,6 +22,9 @@ fi
 # source's runner per stream start): about 0.5 CPU-s each, measured 2026-12-01. compileall
 # skips what is up to date, and Python ignores a .pyc older than its source.
 compile_sources() { .venv/bin/python -m compileall -q src tests bench >/dev/null; }
+# The install is editable, so source edits need none: install again only when what pip
+# reads changed (pyproject.toml, this checkout's place, the venv's Python), or when asked
+# (HEADWATER_REINSTALL=1). The stamp is written only after a successful install.
 STAMP=.venv/.headwater-install-stamp
 WANT="$(sha256sum pyproject.toml | cut -d' ' -f1) $(pwd) $(.venv/bin/python -V 2>&1)"
 if [ -z "${HEADWATER_REINSTALL:-}" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] \
