@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -23,13 +24,42 @@ if _DRIVER_OPTS and _DRIVER_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files with slow tests (multi-process, crash, benchmark smoke) are collected first,
-    the order within a file kept (a stable sort), so the long ones do not run last while
-    the other worker idles. Serial runs and the tiers take files in this order; under
-    ``-n`` only with ``--no-loadscope-reorder`` (scripts/test.sh passes it), as xdist
-    otherwise sends files with many tests first and the few-test crash files last."""
+    """Files with slow tests (multi-process, crash, benchmark smoke, minutes of pipeline
+    updates) are collected first, the order within a file kept (a stable sort), so the long
+    ones do not run last while the other worker idles. Serial runs and the tiers take files
+    in this order; under ``-n`` only with ``--no-loadscope-reorder`` (scripts/test.sh passes
+    it), as xdist otherwise sends files with many tests first and the few-test crash files
+    last. With ``$HEADWATER_SLOW_SHARD`` (``i/k``), only the slow files of shard ``i`` are
+    kept (scripts/test.sh: half of them per commit)."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)
+    shard = slow_shard(os.environ.get(SLOW_SHARD_ENV, ""))
+    if shard is not None:
+        left_out = [i for i in items if i.path in slow_files and not in_shard(i.path, *shard)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [i for i in items if i not in set(left_out)]
+
+
+# scripts/test.sh's per-commit run: "i/k" keeps the files with slow tests of shard i of k
+# (every other test runs in each shard); unset, every test runs.
+SLOW_SHARD_ENV = "HEADWATER_SLOW_SHARD"
+
+
+def slow_shard(value: str) -> tuple[int, int] | None:
+    """``"1/2"`` -> (1, 2); empty -> None (no sharding). A malformed value fails the run
+    rather than quietly running another selection."""
+    if not value.strip():
+        return None
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise pytest.UsageError(f"{SLOW_SHARD_ENV}={value!r}: write it as i/k, e.g. 1/2")
+    return int(index), int(count)
+
+
+def in_shard(path: Path, index: int, count: int) -> bool:
+    """A file's shard, from its path in the repository (stable across runs and machines)."""
+    return zlib.crc32(path.relative_to(REPO).as_posix().encode()) % count == index - 1
 
 
 @pytest.fixture(scope="session")

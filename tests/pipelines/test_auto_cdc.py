@@ -20,6 +20,10 @@ from tests.pipelines.auto_cdc_cases import (
     target,
 )
 
+# A whole file of pipeline updates (one to three minutes in CI): with the crash and
+# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+pytestmark = pytest.mark.slow
+
 
 def test_documented_example_scd1(project):
     project.source("p.py", cdc(1))

@@ -7,6 +7,10 @@ import pytest
 
 from tests.pipelines.auto_cdc_cases import EXAMPLE, SCD1, USERS, cdc, ordered, target
 
+# A whole file of pipeline updates (one to three minutes in CI): with the crash and
+# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+pytestmark = pytest.mark.slow
+
 
 def test_scd1_delete_leaves_a_tombstone_and_a_newer_upsert_brings_the_key_back(project):
     project.source("p.py", cdc(1))

@@ -9,6 +9,10 @@ import pytest
 
 from tests.pipelines.auto_cdc_cases import EXAMPLE, SCD1, SCD2, cdc, ordered, target
 
+# A whole file of pipeline updates (one to three minutes in CI): with the crash and
+# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("scd", [1, 2])
 def test_events_split_across_updates_in_any_order_give_the_same_table(project, scd):

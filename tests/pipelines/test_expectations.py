@@ -13,6 +13,10 @@ from pipeline_rows import RAW_TABLE
 from headwater.errors import ExpectationViolationError, PipelineDefinitionError
 from headwater.pipelines.report.page import write_report
 
+# A whole file of pipeline updates (one to three minutes in CI): with the crash and
+# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+pytestmark = pytest.mark.slow
+
 
 def mixed(start: int, n: int) -> list[dict]:
     """Orders where every 3rd has a negative amount, every 4th no region, every 5th no id."""

@@ -12,9 +12,14 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 import view_checks
 from deltalake import DeltaTable
 from view_checks import techniques
+
+# A whole file of pipeline updates (one to three minutes in CI): with the crash and
+# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+pytestmark = pytest.mark.slow
 
 SILVER = """
 from pyspark import pipelines as dp

@@ -7,12 +7,17 @@ Delta tables; after every refresh the view equals its query recomputed."""
 
 from __future__ import annotations
 
+import pytest
 import view_checks
 from pipeline_rows import RAW_TABLE, orders
 from view_checks import techniques
 
 from headwater.pipelines.refresh.arrow_refresh import UP_TO_ROWS
 from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
+
+# A whole file of pipeline updates (one to three minutes in CI): with the crash and
+# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+pytestmark = pytest.mark.slow
 
 NO_FEED = '@dp.table(table_properties={"delta.enableChangeDataFeed": "false"})\n'
 VECTORS = (

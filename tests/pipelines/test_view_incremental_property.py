@@ -16,9 +16,14 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 import view_checks
 from pipeline_rows import RAW_TABLE, orders
 from view_checks import techniques
+
+# A whole file of pipeline updates (one to three minutes in CI): with the crash and
+# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+pytestmark = pytest.mark.slow
 
 SCHEMA = "id bigint, amount bigint, region string"
 REGIONS = ["eu", "us", "asia", "af"]
