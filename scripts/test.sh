@@ -99,13 +99,24 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # tiers (the lanes of 2026-11-30: parity 14 min beside kafka and the engine benchmark 9;
 # delta-spark about 10 beside cdc and on-delta-spark about 17), in two lanes side by side
 # as before. The half is chosen by the checkout's commit count, so consecutive commits
-# alternate; HEADWATER_TEST_SHARD=all runs everything (two hours), 1 or 2 a half.
+# alternate (below: a shallow clone or no git); HEADWATER_TEST_SHARD=all runs everything
+# (two hours), 1 or 2 a half.
 SHARD="${HEADWATER_TEST_SHARD:-auto}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) SHARD=all ;; esac
 done
+CHOSEN_BY="HEADWATER_TEST_SHARD"
 if [ "$SHARD" = auto ]; then
-  SHARD=$(( $(git rev-list --count HEAD 2>/dev/null || echo 0) % 2 + 1 ))
+  # Consecutive commits alternate by the commit count; a shallow clone has no count, so its
+  # commit's id decides (either half, evenly over commits); outside git, the day of the year.
+  if [ "$(git rev-parse --is-shallow-repository 2>/dev/null)" = false ]; then
+    n="$(git rev-list --count HEAD)" CHOSEN_BY="commit count $n"
+  elif id="$(git rev-parse --short=7 HEAD 2>/dev/null)"; then
+    n=$(( 16#$id )) CHOSEN_BY="commit $id"
+  else
+    n=$(( 10#$(date +%j) )) CHOSEN_BY="day $n of the year"
+  fi
+  SHARD=$(( n % 2 + 1 ))
 fi
 case "$SHARD" in
   all) SLOW_SHARD="" LANES="delta-spark+kafka+cdc+engines-bench on-delta-spark+parity" ;;
@@ -117,7 +128,8 @@ TIERS="${HEADWATER_TIERS-$LANES}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
 done
-if [ "$SHARD" = all ]; then what="all of it"; else what="half $SHARD of 2 (HEADWATER_TEST_SHARD=all: all of it)"; fi
+what="half $SHARD of 2 (by $CHOSEN_BY; HEADWATER_TEST_SHARD=all: all of it)"
+if [ "$SHARD" = all ]; then what="all of it"; fi
 echo "   the long work, $what: files with slow tests ${SLOW_SHARD:-all}; tiers ${TIERS:-none}"
 # The tiers' venvs (pyspark 4.2 and their extras: a few minutes of pip on a fresh machine)
 # are installed in the background while the main suite runs, so the lanes after it start
