@@ -96,9 +96,9 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # half of the files with one (crash and kill loops, child sessions, benchmarks' smoke tests,
 # the pipeline files of minutes; tests/conftest.py, HEADWATER_SLOW_SHARD, split by a hash
 # of each file's path: 3,270 and 2,710 s), so 69% or 63% of the main suite, and half of the
-# tiers (the lanes of 2026-11-30: parity 14 min beside kafka and the engine benchmark 9;
-# delta-spark about 10 beside cdc and on-delta-spark about 17), in two lanes side by side
-# as before. The half is chosen by the checkout's commit count, so consecutive commits
+# tiers, in two lanes side by side as before (by the tiers' times of 2026-11-30: parity
+# 14 min beside kafka then the engine benchmark, 9; delta-spark about 10 beside cdc then
+# on-delta-spark, about 17). The half is chosen by the checkout's commit count, so consecutive commits
 # alternate (below: a shallow clone or no git); HEADWATER_TEST_SHARD=all runs everything
 # (two hours), 1 or 2 a half.
 SHARD="${HEADWATER_TEST_SHARD:-auto}"

@@ -35,10 +35,11 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.path not in slow_files)
     shard = slow_shard(os.environ.get(SLOW_SHARD_ENV, ""))
     if shard is not None:
-        left_out = [i for i in items if i.path in slow_files and not in_shard(i.path, *shard)]
+        kept = {p for p in slow_files if in_shard(p, *shard)}
+        left_out = [i for i in items if i.path in slow_files and i.path not in kept]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
-            items[:] = [i for i in items if i not in set(left_out)]
+            items[:] = [i for i in items if i.path not in slow_files or i.path in kept]
 
 
 # scripts/test.sh's per-commit run: "i/k" keeps the files with slow tests of shard i of k
