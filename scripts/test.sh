@@ -88,27 +88,27 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # the first). The parity matrix alone: 721 s, 1,086 CPU-s (its peers with C2 as well: 687
 # s, 1,179 CPU-s, so they keep C1 only: CI is bound by CPU, not by one lane's wall).
 #
-# Half of the long work per commit (2026-12-01): on 2 cores the whole of it now takes about
-# two hours (the main suite alone 73 min, 8,500 CPU-s, the same on CI's machine and on
-# this one; it was 41-48 min on 2026-11-30: the machines got slower, not the suite), over
-# CI's hard limit of 90 min. CPU is what bounds it: the work has to shrink. So each run
+# A third of the long work per commit (2026-12-01): on 2 cores the whole of it now takes
+# about two hours (the main suite alone 73 min, 8,500 CPU-s, the same on CI's machine and
+# on this one; it was 41-48 min on 2026-11-30: the machines got slower, not the suite),
+# over CI's hard limit of 90 min. CPU is what bounds it: the work has to shrink. So each run
 # takes every test file without a slow mark (2,750 of the main suite's 8,730 test-seconds),
-# half of the files with one (crash and kill loops, child sessions, benchmarks' smoke tests,
-# the pipeline files of minutes; tests/conftest.py, HEADWATER_SLOW_SHARD, split by a hash
-# of each file's path: 3,270 and 2,710 s), so 69% or 63% of the main suite, and half of the
-# tiers, in two lanes side by side as before (by the tiers' times of 2026-11-30: parity
-# 14 min beside kafka then the engine benchmark, 9; delta-spark about 10 beside cdc then
-# on-delta-spark, about 17). The half is chosen by the checkout's commit count, so consecutive commits
-# alternate (below: a shallow clone or no git); HEADWATER_TEST_SHARD=all runs everything
-# (two hours), 1 or 2 a half.
+# a third of the files with one (crash and kill loops, child sessions, benchmarks' smoke
+# tests, the pipeline files of minutes; tests/conftest.py, HEADWATER_SLOW_SHARD: 1,860,
+# 2,110 or 2,000 s), so 53-56% of the main suite (about 40 min today), and a third of the
+# tiers, in two lanes side by side as before. Halves were not enough: today the cdc tier's
+# tests took 17.5 min beside delta-spark, which had run 35 of its 57 tests after 21 min, so
+# half the tiers after half the main suite came to about 85-90 min. The part is chosen by the checkout's commit count, so
+# consecutive commits take the three in turn (below: a shallow clone or no git);
+# HEADWATER_TEST_SHARD=all runs everything (two hours), 1, 2 or 3 a third.
 SHARD="${HEADWATER_TEST_SHARD:-auto}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) SHARD=all ;; esac
 done
 CHOSEN_BY="HEADWATER_TEST_SHARD"
 if [ "$SHARD" = auto ]; then
-  # Consecutive commits alternate by the commit count; a shallow clone has no count, so its
-  # commit's id decides (either half, evenly over commits); outside git, the day of the year.
+  # Consecutive commits take turns by the commit count; a shallow clone has no count, so its
+  # commit's id decides (any part, evenly over commits); outside git, the day of the year.
   if [ "$(git rev-parse --is-shallow-repository 2>/dev/null)" = false ]; then
     n="$(git rev-list --count HEAD)" CHOSEN_BY="commit count $n"
   elif id="$(git rev-parse --short=7 HEAD 2>/dev/null)"; then
@@ -116,19 +116,20 @@ if [ "$SHARD" = auto ]; then
   else
     n=$(( 10#$(date +%j) )) CHOSEN_BY="day $n of the year"
   fi
-  SHARD=$(( n % 2 + 1 ))
+  SHARD=$(( n % 3 + 1 ))
 fi
 case "$SHARD" in
   all) SLOW_SHARD="" LANES="delta-spark+kafka+cdc+engines-bench on-delta-spark+parity" ;;
-  1) SLOW_SHARD="1/2" LANES="parity kafka+engines-bench" ;;
-  2) SLOW_SHARD="2/2" LANES="delta-spark cdc+on-delta-spark" ;;
-  *) echo "test.sh: HEADWATER_TEST_SHARD=$SHARD: write auto, all, 1 or 2" >&2; exit 2 ;;
+  1) SLOW_SHARD="1/3" LANES="delta-spark engines-bench" ;;
+  2) SLOW_SHARD="2/3" LANES="parity cdc" ;;
+  3) SLOW_SHARD="3/3" LANES="on-delta-spark kafka" ;;
+  *) echo "test.sh: HEADWATER_TEST_SHARD=$SHARD: write auto, all, 1, 2 or 3" >&2; exit 2 ;;
 esac
 TIERS="${HEADWATER_TIERS-$LANES}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
 done
-what="half $SHARD of 2 (by $CHOSEN_BY; HEADWATER_TEST_SHARD=all: all of it)"
+what="part $SHARD of 3 (by $CHOSEN_BY; HEADWATER_TEST_SHARD=all: all of it)"
 if [ "$SHARD" = all ]; then what="all of it"; fi
 echo "   the long work, $what: files with slow tests ${SLOW_SHARD:-all}; tiers ${TIERS:-none}"
 # The tiers' venvs (pyspark 4.2 and their extras: a few minutes of pip on a fresh machine)

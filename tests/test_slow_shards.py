@@ -1,7 +1,7 @@
-"""scripts/test.sh's halves of the long work: with ``HEADWATER_SLOW_SHARD=i/2`` each run
-keeps every test of a file without a slow mark and the files with one of its half; the two
-halves together are the whole suite, each slow file in exactly one of them. Collected in a
-subprocess (no Spark), over the pipelines folder: slow and other files side by side."""
+"""scripts/test.sh's thirds of the long work: with ``HEADWATER_SLOW_SHARD=i/3`` each run
+keeps every test of a file without a slow mark and the files with one of its part; the
+three parts together are the whole suite, each slow file in exactly one of them. Collected
+in a subprocess (no Spark), over the pipelines folder: slow and other files side by side."""
 
 from __future__ import annotations
 
@@ -29,20 +29,19 @@ def collected(shard: str) -> set[str]:
     return {line for line in out.stdout.splitlines() if "::" in line}
 
 
-def test_the_two_halves_split_the_slow_files_and_both_keep_every_other_test():
-    whole, first, second = collected(""), collected("1/2"), collected("2/2")
-    assert first | second == whole
-    slow = whole - (first & second)  # the tests one of the halves leaves out
-    files = {test.split("::")[0] for test in slow}
-    assert files, "no slow file in tests/pipelines was left out by either half"
-    assert {test.split("::")[0] for test in first & slow}.isdisjoint(
-        {test.split("::")[0] for test in second & slow}
-    )  # a file is in one half, whole
-    assert "tests/pipelines/test_crash.py" in files  # marked slow: in one half only
-    assert any(t.startswith("tests/pipelines/test_updates.py::") for t in first & second)
+def test_the_three_parts_split_the_slow_files_and_each_keeps_every_other_test():
+    whole = collected("")
+    parts = [collected(f"{i}/3") for i in (1, 2, 3)]
+    assert set.union(*parts) == whole
+    always = set.intersection(*parts)
+    files = [{test.split("::")[0] for test in part - always} for part in parts]
+    assert all(files), files  # each part has slow files of its own
+    assert sum(len(f) for f in files) == len(set.union(*files))  # a file is in one part
+    assert "tests/pipelines/test_crash.py" in set.union(*files)  # marked slow
+    assert any(t.startswith("tests/pipelines/test_updates.py::") for t in always)
 
 
-@pytest.mark.parametrize("value", ["3/2", "half", "1/0"])
+@pytest.mark.parametrize("value", ["4/3", "third", "1/0"])
 def test_a_malformed_shard_fails_the_run_naming_the_setting(value):
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]

@@ -9,8 +9,8 @@ import pytest
 
 from tests.pipelines.auto_cdc_cases import EXAMPLE, SCD1, SCD2, cdc, ordered, target
 
-# A whole file of pipeline updates (one to three minutes in CI): with the crash and
-# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+# A whole file of pipeline updates (minutes in CI): with the crash and benchmark files, it
+# runs in one of the three parts scripts/test.sh takes in turn, a part per commit.
 pytestmark = pytest.mark.slow
 
 

@@ -17,8 +17,8 @@ import view_checks
 from deltalake import DeltaTable
 from view_checks import techniques
 
-# A whole file of pipeline updates (one to three minutes in CI): with the crash and
-# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+# A whole file of pipeline updates (minutes in CI): with the crash and benchmark files, it
+# runs in one of the three parts scripts/test.sh takes in turn, a part per commit.
 pytestmark = pytest.mark.slow
 
 SILVER = """

@@ -15,8 +15,8 @@ from view_checks import techniques
 from headwater.pipelines.refresh.arrow_refresh import UP_TO_ROWS
 from headwater.pipelines.runner.view_refresh import REWRITE_UP_TO
 
-# A whole file of pipeline updates (one to three minutes in CI): with the crash and
-# benchmark files, it runs in one of the two halves scripts/test.sh alternates per commit.
+# A whole file of pipeline updates (minutes in CI): with the crash and benchmark files, it
+# runs in one of the three parts scripts/test.sh takes in turn, a part per commit.
 pytestmark = pytest.mark.slow
 
 NO_FEED = '@dp.table(table_properties={"delta.enableChangeDataFeed": "false"})\n'
