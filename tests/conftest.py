@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # scripts/test.sh's per-commit run: "i/k" keeps the files with slow tests of shard i of k
-# (every other test runs in each shard); unset, every test runs.
+# (the tests of the other files run in every shard); unset, every test runs.
 SLOW_SHARD_ENV = "HEADWATER_SLOW_SHARD"
 
 

@@ -29,7 +29,7 @@ def collected(shard: str) -> set[str]:
     return {line for line in out.stdout.splitlines() if "::" in line}
 
 
-def test_the_three_parts_split_the_slow_files_and_each_keeps_every_other_test():
+def test_the_three_parts_split_the_slow_files_and_each_keeps_all_the_other_tests():
     whole = collected("")
     parts = [collected(f"{i}/3") for i in (1, 2, 3)]
     assert set.union(*parts) == whole
