@@ -89,18 +89,19 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # s, 1,179 CPU-s, so they keep C1 only: CI is bound by CPU, not by one lane's wall).
 #
 # A third of the long work per commit (2026-12-01): on 2 cores the whole of it now takes
-# about two hours (the main suite alone 73 min, 8,500 CPU-s, the same on CI's machine and
+# over two hours (the main suite alone 73 min, 8,500 CPU-s, the same on CI's machine and
 # on this one; it was 41-48 min on 2026-11-30: the machines got slower, not the suite),
 # over CI's hard limit of 90 min. CPU is what bounds it: the work has to shrink. So each run
 # takes every test file without a slow mark (2,750 of the main suite's 8,730 test-seconds),
 # a third of the files with one (crash and kill loops, child sessions, benchmarks' smoke
 # tests, the pipeline files of minutes; tests/conftest.py, HEADWATER_SLOW_SHARD: 1,860,
 # 2,110 or 2,000 s), so 53-56% of the main suite (about 40 min today), and a third of the
-# tiers, in two lanes side by side as before. Halves were not enough: today the cdc tier's
-# tests took 17.5 min beside delta-spark, which had run 35 of its 57 tests after 21 min, so
-# half the tiers after half the main suite came to about 85-90 min. The part is chosen by the checkout's commit count, so
-# consecutive commits take the three in turn (below: a shallow clone or no git);
-# HEADWATER_TEST_SHARD=all runs everything (two hours), 1, 2 or 3 a third.
+# tiers, in two lanes side by side as before. Halves were not enough: today three tiers
+# (delta-spark beside cdc then on-delta-spark) took 44 min as two lanes, delta-spark's 57
+# tests 33 min, so half the tiers after half the main suite came to about 85-90 min. The
+# part is chosen by the checkout's commit count, so consecutive commits take the three in
+# turn (below: a shallow clone or no git); HEADWATER_TEST_SHARD=all runs everything, 1, 2
+# or 3 a part.
 SHARD="${HEADWATER_TEST_SHARD:-auto}"
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) SHARD=all ;; esac
