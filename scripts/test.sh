@@ -102,10 +102,12 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # part is chosen by the checkout's commit count, so consecutive commits take the three in
 # turn (below: a shallow clone or no git); HEADWATER_TEST_SHARD=all runs everything, 1, 2
 # or 3 a part.
-SHARD="${HEADWATER_TEST_SHARD:-auto}"
+NAMED=""  # arguments that name tests: every named test runs, and no tier
 for arg in "$@"; do
-  case "$arg" in tests/*|./tests/*) SHARD=all ;; esac
+  case "$arg" in tests/*|./tests/*) NAMED=1 ;; esac
 done
+SHARD="${HEADWATER_TEST_SHARD:-auto}"
+if [ -n "$NAMED" ]; then SHARD=all; fi
 CHOSEN_BY="HEADWATER_TEST_SHARD"
 if [ "$SHARD" = auto ]; then
   # Consecutive commits take turns by the commit count; a shallow clone has no count, so its
@@ -127,9 +129,7 @@ case "$SHARD" in
   *) echo "test.sh: HEADWATER_TEST_SHARD=$SHARD: write auto, all, 1, 2 or 3" >&2; exit 2 ;;
 esac
 TIERS="${HEADWATER_TIERS-$LANES}"
-for arg in "$@"; do
-  case "$arg" in tests/*|./tests/*) TIERS="" ;; esac
-done
+if [ -n "$NAMED" ]; then TIERS=""; fi
 what="part $SHARD of 3 (by $CHOSEN_BY; HEADWATER_TEST_SHARD=all: all of it)"
 if [ "$SHARD" = all ]; then what="all of it"; fi
 echo "   the long work, $what: files with slow tests ${SLOW_SHARD:-all}; tiers ${TIERS:-none}"
