@@ -19,6 +19,7 @@ import textwrap
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -34,6 +35,8 @@ SEED = 45
 COLUMNS = "id, owner, balance, opened"
 TABLE = "CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT, balance NUMERIC(12,2), opened TIMESTAMP)"
 SENTINEL = 999_999  # the last write: once its event is on the topic, every write is
+# A restarted driver's first commit: 10-40 s on 2 cores; on a loaded CI machine more.
+COMMIT_TIMEOUT = 180.0
 
 CHILD = textwrap.dedent(
     """
@@ -144,10 +147,21 @@ def batches(root: Path) -> int:
     return sum(1 for p in commits.iterdir() if p.name.isdigit()) if commits.is_dir() else 0
 
 
-def run_and_kill(root: Path, warehouse: str, streaming: bool, seconds: float, log: Path) -> None:
+def run_and_kill(
+    root: Path,
+    warehouse: str,
+    streaming: bool,
+    seconds: float,
+    log: Path,
+    threads: list,
+    chain: Callable[[], str],
+) -> None:
     """A continuous update in a driver of its own, SIGKILLed ``seconds`` after its session
     is up, or (``streaming``) after its SCD2 flow has committed a batch; a driver that
-    ended by itself before: its log."""
+    ended by itself before: its log. While it waits for a commit, a failure of the writer's
+    or the Connect killer's thread (``threads``: a Connect that did not come back sends no
+    more events) is raised as the cause, and a wait that runs out shows the driver's log and
+    ``chain()`` (the connector's state and Connect's log)."""
     with log.open("ab") as err:
         proc = subprocess.Popen([sys.executable, "-c", CHILD, str(root), warehouse],
                                 cwd=str(REPO), stdout=subprocess.PIPE, stderr=err,
@@ -156,9 +170,16 @@ def run_and_kill(root: Path, warehouse: str, streaming: bool, seconds: float, lo
         assert proc.stdout is not None
         started = b"STARTED" in proc.stdout.readline()
         before = batches(root)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + COMMIT_TIMEOUT
         while started and streaming and batches(root) <= before:
-            assert time.monotonic() < deadline, f"no commit to the target in 120 s ({before})"
+            for thread in threads:
+                if thread.error is not None:
+                    raise thread.error
+            if time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-3000:]
+                raise AssertionError(f"no commit to the target in {COMMIT_TIMEOUT:.0f} s "
+                                     f"(after {before}); the driver's log:\n{tail}\n"
+                                     f"{chain()}")  # fmt: skip
             assert proc.poll() is None, "the driver ended"
             time.sleep(0.1)
         time.sleep(seconds)
@@ -169,6 +190,15 @@ def run_and_kill(root: Path, warehouse: str, streaming: bool, seconds: float, lo
     if ended is not None or not started:
         tail = log.read_text(errors="replace")[-3000:]
         raise AssertionError(f"the pipeline's driver ended before its kill ({ended}):\n{tail}")
+
+
+def describe(connect, name: str) -> str:
+    """The connector's state and the end of Connect's log, for a wait that ran out."""
+    try:
+        state = connect.status(name)
+    except (OSError, ValueError) as error:
+        state = f"no status ({error})"
+    return f"the connector: {state}\nConnect's log:\n{connect.log_tail(30)}"
 
 
 def wait_for_key(broker, topic: str, key: int, timeout: float = 60) -> None:
@@ -218,7 +248,8 @@ def test_connect_and_pipeline_killed_while_the_database_takes_writes(
             for round_ in range(KILLS):  # one kill in the update's start, the others streaming
                 streaming = round_ != 2
                 seconds = rng.uniform(0.0, 1.5) if streaming else rng.uniform(0.5, 4.0)
-                run_and_kill(root, warehouse, streaming, seconds, driver_log)
+                run_and_kill(root, warehouse, streaming, seconds, driver_log, [writer, killer],
+                             lambda: describe(connect, name))  # fmt: skip
             failures = [line for line in driver_log.read_text(errors="replace").splitlines()
                         if line.startswith("FLOW FAILED")]  # fmt: skip
             assert not failures, failures[:3]

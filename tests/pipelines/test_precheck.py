@@ -249,6 +249,7 @@ def test_a_syntax_error_reaches_the_terminal_in_seconds(tmp_path):
         f"error: [PIPELINE_PYTHON_SYNTAX_ERROR] {tmp_path}/transformations/a.py:3: "
         "'(' was never closed"
     )
-    # (well under a session's start: 2.5-3 s alone on 2 cores, up to 3.4 s in a CI run
-    # whose other worker and the tiers' installs shared the cores)
-    assert seconds < 5, seconds
+    # (under a session's start: 2.5-3 s alone on 2 cores, 3.4 s and once 6.6 s in CI runs
+    # whose other worker and the tiers' installs shared the cores, where a session's start
+    # takes 8-15 s)
+    assert seconds < 10, seconds
