@@ -57,51 +57,33 @@ WORKERS="${HEADWATER_TEST_WORKERS:-2}"
 # The optional tiers (a pyspark 4.2 venv of their own and jars from jars/pom.xml; see
 # docs/engines.md and docs/kafka.md) run after the main suite: beside it, even niced, they
 # starved (the delta-spark tier took 50 min instead of 12) and loaded the main suite's
-# Python workers into timeouts. Beside each other they fit. Skipped when the arguments name tests;
-# HEADWATER_TIERS="" skips them too.
-# Two lanes, one per core: the tiers of a lane ("a+b") run one after the other. Three tiers
-# side by side (2026-11-27) took 21.5 min (delta-spark, 10 alone), 20 min (on-delta-spark)
-# and 9.6 min (kafka); the longest lane decides. Since then on-delta-spark also runs
-# delta-spark's own suite (about 6 min) and the other two grew by the cross-engine races
-# and Kafka's restart, options and Debezium tests, so it has a lane to itself.
-# Measured 2026-11-27 (local, clean clone): delta-spark 13:18 then kafka 7:20 in one lane,
-# on-delta-spark 16:08 in the other; the engine benchmark's smoke test (2.2 min) moved
-# from the first lane's delta-spark to the second, so that both lanes take about 18.5 min.
-# 2026-11-28 (clean clone): delta-spark 26:49 + kafka 7:38, on-delta-spark 20:42 +
-# engines-bench 2:26; delta-spark was doubled by its peers running C1 only (fixed since).
-# 2026-11-29: the parity matrix (tests/engines/parity, about 8 min under load) is a tier
-# of its own, after the engine benchmark in the second lane.
-# 2026-11-29 (clean clone, 57 min in all): delta-spark 12:32 + kafka 7:36, on-delta-spark
-# 14:46 + engines-bench 1:41 + parity 9:02; the benchmark's smoke test moved to the first
-# lane, so the lanes take about 21.8 and 23.8 min.
-# 2026-11-29 (evening): the cdc tier (PostgreSQL, Kafka Connect with Debezium, the broker;
-# about 2 min) ends the first lane, which took 19.6 min against the second's 22.6.
-# 2026-11-29 (night): the cdc tier grew by about 5 min (kill -9 loops, SQL, JDBC
-# snapshots, the demo, the benchmark's smoke test), so the engine benchmark's smoke test
-# (about 2 min) ends the second lane again: about 25 min each.
-# 2026-11-30: the lanes took 27:45 (delta-spark 11:25, kafka 7:44, cdc 8:36) and 29:12
-# (on-delta-spark 13:58, parity 13:59, engines-bench 1:15); the MERGE races' rounds went
-# from 20 to 12 (about 1.5 min), so the benchmark's smoke test ends the first lane.
-# 2026-11-30 (CI, a slow day: 1.17x this machine): main suite 48 min, the lanes 40 and about
-# 45 min (cut off), over CI's 90. delta-spark's own suite on delta-spark left the lanes (about 6 min of
-# the second, on-delta-spark) and the cross-engine races run 12/8/3 rounds (about 2 min of
-# the first). The parity matrix alone: 721 s, 1,086 CPU-s (its peers with C2 as well: 687
-# s, 1,179 CPU-s, so they keep C1 only: CI is bound by CPU, not by one lane's wall).
+# Python workers into timeouts. Beside each other they fit, in two lanes, one per core: the
+# tiers of a lane ("a+b") run one after the other. Skipped when the arguments name tests;
+# HEADWATER_TIERS="" skips them too. The engines' tiers run C1 only, as the main suite: CI
+# is bound by CPU, not by one lane's wall (the parity matrix alone, 2026-11-30: 721 s and
+# 1,086 CPU-s; beside peers with C2 as well, 687 s and 1,179 CPU-s).
 #
-# A third of the long work per commit (2026-12-01): on 2 cores the whole of it now takes
-# over two hours (the main suite alone 73 min, 8,500 CPU-s, the same on CI's machine and
-# on this one; it was 41-48 min on 2026-11-30: the machines got slower, not the suite),
-# over CI's hard limit of 90 min. CPU is what bounds it: the work has to shrink. So each run
-# takes every test file without a slow mark (2,750 of the main suite's 8,730 test-seconds),
-# a third of the files with one (crash and kill loops, child sessions, benchmarks' smoke
-# tests, the pipeline files of minutes; tests/conftest.py, HEADWATER_SLOW_SHARD: 1,860,
-# 2,110 or 2,000 s), so 53-56% of the main suite (about 40 min today), and a third of the
-# tiers, in two lanes side by side as before. Halves were not enough: today three tiers
-# (delta-spark beside cdc then on-delta-spark) took 44 min as two lanes, delta-spark's 57
-# tests 33 min, so half the tiers after half the main suite came to about 85-90 min. The
-# part is chosen by the checkout's commit count, so consecutive commits take the three in
-# turn (below: a shallow clone or no git); HEADWATER_TEST_SHARD=all runs everything, 1, 2
-# or 3 a part.
+# A part of the long work per commit, in turn. On 2 cores the whole of the tests takes
+# from one to over two hours, by the machine (2026-12-01, a slow machine: the main suite 73
+# min, the tiers' lanes about 50; 2026-12-02, this one: the main suite 3,750 test-seconds,
+# about 32 min, the lanes 19 and 29 min), over CI's hard limit of 90 min and its aim of 60;
+# CPU is what bounds it, so each run has to do less. Thirds of the slow-marked files and a
+# third of the tiers whole were not enough: a run took 81 min on CI (2026-12-01), as the
+# files without a slow mark ran every time (their long ones among them) and a third of the
+# tiers was one long tier or two. Now each run takes the main suite's short files whole
+# (706 of its test-seconds here, 434 once the files of 15 s and more are shared out) and one
+# of PARTS parts of its long files (slow-marked, or 15 s or more in the record) and of
+# every tier's files, the parts of equal recorded seconds (tests/sharding.py,
+# tests/durations.json: `python -m tests.sharding SUITE REPORT` refreshes it from a run
+# with HEADWATER_TEST_JUNIT, below). By that record a fifth of it is 1,095-1,101
+# test-seconds of the main suite (about 9 min) and lanes of 4.4-9.2 and 5.4-7.4 min: 14.5
+# to 18.3 min a part here, against about 33 min for a third of the old split, which CI ran
+# in 81. The lanes: delta-spark, cdc and kafka (19 min whole) beside on-delta-spark, the
+# parity matrix and the engine benchmark (25 min). The part is chosen by the checkout's
+# commit count, so consecutive commits take the parts in turn (below: a shallow clone or no
+# git); HEADWATER_TEST_SHARD=all runs everything, 1..PARTS a part.
+PARTS=5
+LANES="delta-spark+cdc+kafka on-delta-spark+parity+engines-bench"
 NAMED=""  # arguments that name tests: every named test runs, and no tier
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) NAMED=1 ;; esac
@@ -119,20 +101,20 @@ if [ "$SHARD" = auto ]; then
   else
     n=$(( 10#$(date +%j) )) CHOSEN_BY="day $n of the year"
   fi
-  SHARD=$(( n % 3 + 1 ))
+  SHARD=$(( n % PARTS + 1 ))
 fi
-case "$SHARD" in
-  all) SLOW_SHARD="" LANES="delta-spark+kafka+cdc+engines-bench on-delta-spark+parity" ;;
-  1) SLOW_SHARD="1/3" LANES="delta-spark engines-bench" ;;
-  2) SLOW_SHARD="2/3" LANES="parity cdc" ;;
-  3) SLOW_SHARD="3/3" LANES="on-delta-spark kafka" ;;
-  *) echo "test.sh: HEADWATER_TEST_SHARD=$SHARD: write auto, all, 1, 2 or 3" >&2; exit 2 ;;
-esac
+if [ "$SHARD" = all ]; then
+  SLOW_SHARD="" what="all of it"
+elif [[ "$SHARD" =~ ^[1-9][0-9]*$ ]] && [ "$SHARD" -le "$PARTS" ]; then
+  SLOW_SHARD="$SHARD/$PARTS"
+  what="part $SHARD of $PARTS (by $CHOSEN_BY; HEADWATER_TEST_SHARD=all: all of it)"
+else
+  echo "test.sh: HEADWATER_TEST_SHARD=$SHARD: write auto, all or a part from 1 to $PARTS" >&2
+  exit 2
+fi
 TIERS="${HEADWATER_TIERS-$LANES}"
 if [ -n "$NAMED" ]; then TIERS=""; fi
-what="part $SHARD of 3 (by $CHOSEN_BY; HEADWATER_TEST_SHARD=all: all of it)"
-if [ "$SHARD" = all ]; then what="all of it"; fi
-echo "   the long work, $what: files with slow tests ${SLOW_SHARD:-all}; tiers ${TIERS:-none}"
+echo "   the long work, $what; tiers ${TIERS:-none}"
 # The tiers' venvs (pyspark 4.2 and their extras: a few minutes of pip on a fresh machine)
 # are installed in the background while the main suite runs, so the lanes after it start
 # on their tests; a failed install is retried, and reported, by its lane. One after the
@@ -150,11 +132,16 @@ prep=("$!")
 status=0
 # The slowest tests are printed at the end: where the next minutes of CI time are won.
 # --no-loadscope-reorder: files go to the workers in collection order, which
-# tests/conftest.py makes slow files first; by default xdist sends files with many tests
-# first, so the few-test crash and benchmark files ran last and left one worker busy for
-# minutes while the other idled.
-HEADWATER_TEST_DRIVER_OPTS="$DRIVER_OPTS" HEADWATER_SLOW_SHARD="$SLOW_SHARD" \
-  .venv/bin/python -m pytest -n "$WORKERS" --dist loadfile --no-loadscope-reorder --durations=40 "$@" || status=$?
+# tests/conftest.py makes the long files first, the longest first; by default xdist sends
+# files with many tests first, so the few-test crash and benchmark files ran last and left
+# one worker busy for minutes while the other idled.
+# HEADWATER_TEST_JUNIT=DIR: JUnit reports of the main suite and of each tier into DIR
+# (DIR/main.xml, DIR/<tier>.xml), for `python -m tests.sharding SUITE REPORT` to record.
+JUNIT="${HEADWATER_TEST_JUNIT:-}"
+junit() { if [ -n "$JUNIT" ]; then mkdir -p "$JUNIT"; echo "--junitxml=$(realpath "$JUNIT")/$1.xml"; fi; }
+export HEADWATER_SLOW_SHARD="$SLOW_SHARD"
+HEADWATER_TEST_DRIVER_OPTS="$DRIVER_OPTS" .venv/bin/python -m pytest -n "$WORKERS" \
+  --dist loadfile --no-loadscope-reorder --durations=40 $(junit main) "$@" || status=$?
 for pid in "${prep[@]+"${prep[@]}"}"; do wait "$pid" || true; done
 # The lanes run side by side (one Spark process each, mostly waiting on a broker or on
 # each other's commits), each tier into its own log, printed whole when its lane ends.
@@ -169,8 +156,8 @@ for lane in $TIERS; do
       date +%s >"$LOGS/$tier.start"
       # --maxfail: a tier whose tests fail one after another (a broken session fails each
       # slowly) stops after five and prints why, instead of holding CI to its limit.
-      bash scripts/tier.sh "$tier" --durations=15 --maxfail=5 "$@" >"$LOGS/$tier.log" 2>&1 \
-        || lane_status=1
+      bash scripts/tier.sh "$tier" --durations=15 --maxfail=5 $(junit "$tier") "$@" \
+        >"$LOGS/$tier.log" 2>&1 || lane_status=1
       echo $(( $(date +%s) - $(cat "$LOGS/$tier.start") )) >"$LOGS/$tier.took"
     done
     exit "$lane_status"

@@ -174,4 +174,14 @@ for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) TESTS=() ;; esac
 done
 echo "== tests ($TIER)"
-exec "$VENV/bin/python" -m pytest "${TESTS[@]}" "$@"
+# With HEADWATER_SLOW_SHARD=i/k (scripts/test.sh: a part of the long work per commit) the
+# tier keeps part i of its files, shared out by the tier's own recorded seconds
+# (tests/sharding.py); a part that holds none of its files runs no test, not a failure.
+export HEADWATER_SHARD_SUITE="$TIER"
+status=0
+"$VENV/bin/python" -m pytest "${TESTS[@]}" "$@" || status=$?
+if [ "$status" = 5 ] && [ -n "${HEADWATER_SLOW_SHARD:-}" ]; then
+  echo "   (no test of the $TIER tier in part $HEADWATER_SLOW_SHARD)"
+  status=0
+fi
+exit "$status"

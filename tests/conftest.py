@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import sharding
+
 REPO = Path(__file__).resolve().parents[1]
 
 # The JVM options of the tests' Spark drivers (scripts/test-jvm-opts.sh: a class archive,
@@ -23,47 +25,40 @@ if _DRIVER_OPTS and _DRIVER_OPTS not in os.environ.get("SPARK_SUBMIT_OPTS", ""):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files with slow tests (multi-process, crash, benchmark smoke, minutes of pipeline
-    updates) are collected first, the order within a file kept (a stable sort), so the long
-    ones do not run last while the other worker idles. Serial runs and the tiers take files
-    in this order; under ``-n`` only with ``--no-loadscope-reorder`` (scripts/test.sh passes
-    it), as xdist otherwise sends files with many tests first and the few-test crash files
-    last. With ``$HEADWATER_SLOW_SHARD`` (``i/k``), only the slow files of shard ``i`` are
-    kept (scripts/test.sh: a third of them per commit)."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
-    shard = slow_shard(os.environ.get(SLOW_SHARD_ENV, ""))
+    """With ``$HEADWATER_SLOW_SHARD`` (``i/k``), only the long files of part ``i`` are kept
+    (tests/sharding.py: which files are long, how the parts share them; scripts/test.sh runs
+    a part per commit). In the main suite the long files are collected first, the longest
+    first, the order within a file kept (a stable sort), so they do not run last while the
+    other worker idles; under ``-n`` only with ``--no-loadscope-reorder`` (scripts/test.sh
+    passes it), as xdist otherwise sends files with many tests first. A tier keeps its
+    order."""
+    suite = os.environ.get(sharding.SUITE_ENV, "").strip() or sharding.MAIN
+    seconds = sharding.recorded(suite)
+    names = {item.path: repo_name(item.path) for item in items}
+    slow = {names[item.path] for item in items if item.get_closest_marker("slow")}
+    long = sharding.long_files(set(names.values()), slow, suite, seconds)
+    if suite == sharding.MAIN:
+        first = {name: (0, -sharding.weight(name, seconds), name) for name in long}
+        items.sort(key=lambda item: first.get(names[item.path], (1, 0.0, "")))
+    try:
+        shard = sharding.parse_shard(os.environ.get(sharding.SHARD_ENV, ""))
+    except sharding.ShardError as error:
+        raise pytest.UsageError(str(error)) from None
     if shard is not None:
-        kept = shard_files(slow_files, *shard)
-        left_out = [i for i in items if i.path in slow_files and i.path not in kept]
+        index, count = shard
+        kept = sharding.part(long, index, count, suite, seconds)
+        left_out = [i for i in items if names[i.path] in long and names[i.path] not in kept]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
-            items[:] = [i for i in items if i.path not in slow_files or i.path in kept]
+            items[:] = [i for i in items if names[i.path] not in long or names[i.path] in kept]
 
 
-# scripts/test.sh's per-commit run: "i/k" keeps the files with slow tests of shard i of k
-# (the tests of the other files run in every shard); unset, every test runs.
-SLOW_SHARD_ENV = "HEADWATER_SLOW_SHARD"
-
-
-def slow_shard(value: str) -> tuple[int, int] | None:
-    """``"1/2"`` -> (1, 2); empty -> None (no sharding). A malformed value fails the run
-    rather than quietly running another selection."""
-    if not value.strip():
-        return None
-    index, _, count = value.partition("/")
-    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
-        raise pytest.UsageError(f"{SLOW_SHARD_ENV}={value!r}: write it as i/k, e.g. 1/2")
-    return int(index), int(count)
-
-
-def shard_files(files: set[Path], index: int, count: int) -> set[Path]:
-    """Shard ``index`` of ``count``: every ``count``-th file in the order of their paths in
-    the repository, from the ``index``-th (the same on every machine and in every xdist
-    worker). By 2026-12-01's times the three shards of the slow files held 1,860, 2,110 and
-    2,000 test-seconds; a hash of the paths split them 1,490 / 2,720 / 1,770."""
-    ordered = sorted(files, key=lambda path: path.relative_to(REPO).as_posix())
-    return set(ordered[index - 1 :: count])
+def repo_name(path: Path) -> str:
+    """A test file's path in the repository (the record's key)."""
+    try:
+        return path.relative_to(REPO).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 @pytest.fixture(scope="session")
