@@ -12,7 +12,7 @@ import pytest
 
 from tests import sharding
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = sharding.REPO
 
 # The JVM options of the tests' Spark drivers (scripts/test-jvm-opts.sh: a class archive,
 # C1 only with a full-size code cache): every driver started from here on reads them, the

@@ -1,15 +1,16 @@
 """The parts of the long work that scripts/test.sh runs one per commit, in turn.
 
-On 2 cores the whole of the tests takes over two hours (2026-12-01), CI's limit is 90
-minutes and its aim 60: every run keeps the short files of the main suite whole and a part
-of the long ones, and a part of each tier. A main-suite file is long when it carries a
-``slow`` mark (multi-process, crash and kill loops, benchmarks' smoke tests) or when its
-tests took ``LONG_FILE_SECONDS`` or more in the run recorded in ``tests/durations.json``;
-in a tier (``HEADWATER_SHARD_SUITE``, the tier's name, set by scripts/tier.sh) every file
-is. The long files go to the parts by their recorded seconds, the longest first, each to
-the part holding the fewest seconds so far, so that the parts take about the same time (a
-file never recorded counts ``UNRECORDED_SECONDS``); the same files and record give the same
-parts on every machine and in every xdist worker.
+On 2 cores the whole of the tests takes one to two hours, by the machine (scripts/test.sh
+has the figures); CI's limit is 90 minutes and its aim 60: every run keeps the short files
+of the main suite whole and a part of the long ones, and a part of each tier. A main-suite
+file is long when it carries a ``slow`` mark (multi-process, crash and kill loops,
+benchmarks' smoke tests) or when its tests took ``LONG_FILE_SECONDS`` or more in the run
+recorded in ``tests/durations.json``; in a tier (``HEADWATER_SHARD_SUITE``, the tier's
+name, set by scripts/tier.sh) every file is. The long files go to the parts by their
+recorded seconds, the longest first, each to the part holding the fewest seconds so far, so
+that the parts take about the same time (a file never recorded counts
+``UNRECORDED_SECONDS``); the same files and record give the same parts on every machine and
+in every xdist worker.
 
 The record holds a table per suite (``main`` and each tier: a tier runs a file's tests on
 another engine, or only some of them). ``python -m tests.sharding SUITE JUNIT_XML...``
@@ -54,8 +55,12 @@ def parse_shard(value: str) -> tuple[int, int] | None:
 
 def recorded(suite: str, path: Path = RECORD) -> dict[str, float]:
     """The recorded seconds per test file (its path in the repository) of ``suite``."""
-    record = json.loads(path.read_text()) if path.is_file() else {}
-    return dict(record.get(suite, {}))
+    return dict(load(path).get(suite, {}))
+
+
+def load(path: Path = RECORD) -> dict[str, dict[str, float]]:
+    """The whole record: a table of seconds per file for each suite; none yet, empty."""
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def long_files(
@@ -123,7 +128,7 @@ def module_file(classname: str) -> str | None:
 def fold(suite: str, reports: Iterable[Path], path: Path = RECORD) -> int:
     """Fold the reports' per-file seconds into ``suite``'s table of the record at ``path``
     (files not in the reports keep theirs); returns how many files were measured."""
-    record = json.loads(path.read_text()) if path.is_file() else {}
+    record = load(path)
     measured = junit_seconds(reports)
     table = {**record.get(suite, {}), **{n: round(v, 1) for n, v in measured.items()}}
     record[suite] = dict(sorted(table.items()))
