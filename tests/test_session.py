@@ -36,6 +36,53 @@ def test_install_is_idempotent(spark):
     assert headwater.install(spark) is spark
 
 
+FS_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
+FC_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+)
+MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
+
+
+def test_streams_checkpoint_through_the_file_system_manager_unless_the_user_chose(spark):
+    import headwater
+
+    assert spark.conf.get(MANAGER_CONF) == FS_MANAGER
+    spark.conf.set(MANAGER_CONF, FC_MANAGER)
+    try:
+        headwater.install(spark)
+        assert spark.conf.get(MANAGER_CONF) == FC_MANAGER  # the user's choice is kept
+    finally:
+        spark.conf.set(MANAGER_CONF, FS_MANAGER)
+
+
+def test_local_writes_and_checkpoints_leave_no_hadoop_checksum_files(spark, tmp_path):
+    """Spark's Parquet files, a Delta table and a stream's checkpoint: no ``.x.crc`` beside
+    them (each cost a child process), and the checkpoint's logs are whole."""
+    spark.range(3).write.parquet(str(tmp_path / "p"))
+    source = tmp_path / "p"
+    query = (
+        spark.readStream.schema("id long")
+        .parquet(str(source))
+        .writeStream.format("delta")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start(str(tmp_path / "t"))
+    )
+    query.awaitTermination(120)
+    assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "t")).collect()) == [
+        0,
+        1,
+        2,
+    ]
+    names = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")}
+    assert {"ck/offsets/0", "ck/commits/0"} <= names, names
+    hadoop_checksums = [n for n in names if n.rsplit("/", 1)[-1].startswith(".")]
+    assert not [n for n in hadoop_checksums if n.endswith(".crc")], hadoop_checksums
+    assert not [n for n in names if n.endswith(".tmp")]
+
+
 @pytest.mark.slow
 def test_local_cluster_executors_in_other_processes_read_and_write(tmp_path):
     code = textwrap.dedent(

@@ -32,6 +32,18 @@ _REQUIRED_CONF = {
     "spark.sql.session.timeZone": "UTC",
 }
 
+# Spark writes a stream's offset and commit logs (one file each per batch) through Hadoop's
+# FileContext by default. On the local file system without Hadoop's native library (a pip
+# install has none) that starts about ten child processes per file: `readlink` for the
+# rename's link checks and `chmod` for the file and its checksum. Spark's FileSystem-based
+# manager renames with rename(2) (atomic on local disks, as Spark requires) and starts two.
+# Measured with a one-file Auto Loader batch on 2 cores: 58 -> 14 ms per log write, the batch
+# about 90 ms shorter. Set at run time unless the user set it.
+CHECKPOINT_FILE_MANAGER = {
+    "spark.sql.streaming.checkpointFileManagerClass": "org.apache.spark.sql.execution."
+    "streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+}
+
 # Where headwater's managed tables and their names live (default: spark.sql.warehouse.dir).
 WAREHOUSE_CONF = "spark.headwater.warehouse"
 ENGINE_ENV = "HEADWATER_DELTA_ENGINE"  # the default of session(delta_engine=...)
@@ -324,6 +336,7 @@ def install(spark: SparkSession, warehouse: str | os.PathLike[str] | None = None
     _refuse_connect(spark)
     _workers_import_compiled_pyspark(spark)
     _configure_stores(spark)
+    _local_files_without_checksums(spark)
     bind_s3_to_connector(spark)  # s3:// read by Spark itself where hadoop-aws is present
     engine = engines.detect(spark)
     root: str | None = None
@@ -353,6 +366,9 @@ def _prepare_state(spark: SparkSession, engine: engines.Engine) -> None:
 
     for key, value in _REQUIRED_CONF.items():
         if key != "spark.sql.session.timeZone" or spark.conf.get(key, None) is None:
+            spark.conf.set(key, value)
+    for key, value in CHECKPOINT_FILE_MANAGER.items():
+        if spark.conf.get(key, None) is None:
             spark.conf.set(key, value)
     _answer_python_data_source_lookup(spark)
     spark.dataSource.register(CloudFilesDataSource)
@@ -463,6 +479,20 @@ def _configure_stores(spark: SparkSession) -> None:
     for bucket, found in settings.from_spark_conf(conf).items():
         settings.configure(found, bucket)
     spark.sparkContext.environment[settings.ENVIRONMENT_VARIABLE] = settings.encoded()
+
+
+def _local_files_without_checksums(spark: SparkSession) -> None:
+    """Hadoop's local file system in this JVM writes no ``.crc`` file beside each file.
+
+    Those checksums are Hadoop's own (Parquet, Delta and Spark's logs neither need nor
+    read them); each costs a second file, its rename and, without Hadoop's native library
+    (a pip install has none), a ``chmod`` child process. Measured on a one-file Auto Loader
+    batch into Delta (2 cores): the batch 299 -> 196 ms, the Parquet job 169 -> 133 ms and
+    each of Spark's two checkpoint-log writes 13-17 -> 7-8 ms. The switch is on the
+    process's cached local file system, which Spark's driver and local-mode tasks share;
+    reading a file that has a ``.crc`` still checks it."""
+    jvm_fs = spark._jvm.org.apache.hadoop.fs.FileSystem  # type: ignore[union-attr]
+    jvm_fs.getLocal(spark._jsc.hadoopConfiguration()).setWriteChecksum(False)
 
 
 def uninstall() -> None:
