@@ -37,7 +37,8 @@ STAGING_DIR = "_headwater_staging"
 # below the output folder (the job's first attempt: 0). Made here beforehand, in Python:
 # Hadoop makes each missing folder with its permissions set, which on the local file system
 # without Hadoop's native library (a pip install has none) is a ``chmod`` child process per
-# folder; with the ``_SUCCESS`` marker and its checksum, nine of a one-file write's eleven.
+# folder: four of a one-file write's, the staging folder's among them (the task attempt's
+# own folder and the file itself still cost one each; see headwater.session for the rest).
 COMMITTER_DIRS = ("_temporary", "0", "_temporary")
 
 
