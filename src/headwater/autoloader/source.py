@@ -192,6 +192,11 @@ class FilesPartition(InputPartition):
         super().__init__(files)
         self.files = files
 
+    def input_bytes(self) -> int:
+        """What the task reads (a stream's sink collects a small batch to the driver:
+        headwater.delta.write.small_batch)."""
+        return sum(size for _, size, _ in self.files)
+
 
 class CloudFilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, path: str, opts: CloudFilesOptions, schema: ResolvedSchema) -> None:

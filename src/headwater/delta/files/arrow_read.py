@@ -163,6 +163,11 @@ class FilePartition(InputPartition):
         self.tasks = tasks
         self.physical = physical  # JSON of the physical schema (column-mapped tables)
 
+    def input_bytes(self) -> int:
+        """The data files' bytes (a stream's sink collects a small batch to the driver:
+        headwater.delta.write.small_batch)."""
+        return sum(task.size for task in self.tasks)
+
     @property
     def physical_schema(self) -> StructType | None:
         return StructType.fromJson(json.loads(self.physical)) if self.physical else None

@@ -42,7 +42,13 @@ def why_not(snapshot: Snapshot, schema: StructType) -> str | None:
     if snapshot.partition_columns:
         return "the table is partitioned"
     used = protocol.needed_features(snapshot.metadata)
-    enforced = used & {"checkConstraints", "generatedColumns", "identityColumns", "columnMapping"}
+    enforced = used & {
+        "checkConstraints",
+        "generatedColumns",
+        "identityColumns",
+        "columnMapping",
+        "invariants",
+    }
     if enforced or any(not f.nullable for f in snapshot.schema.fields):
         return "the table enforces constraints or maps its columns"
     return None
@@ -54,14 +60,21 @@ def append(
     rows: pa.Table,
     commit: Callable[[Transaction], int],
     user_metadata: str | None = None,
+    operation: Operation | None = None,
+    app_version: tuple[str, int] | None = None,
+    compression: str = "snappy",
 ) -> WriteResult:
     """``rows`` appended to the table as one file in one commit (``commit``: the table's
-    commit of a staged transaction); the file is deleted when the commit fails."""
+    commit of a staged transaction); the file is deleted when the commit fails.
+    ``operation`` names the commit (default ``WRITE`` append); ``app_version`` is a
+    stream's ``(app id, batch id)``, recorded in the same commit."""
     snapshot.check_writable()
     protocol.check_writable(snapshot.protocol, snapshot.metadata, log.root, removes=False)
-    txn = Transaction(log, snapshot, Operation.write("append"))
-    add = write_file(rows, log.root, snapshot.schema)
+    txn = Transaction(log, snapshot, operation or Operation.write("append"))
+    add = write_file(rows, log.root, snapshot.schema, compression)
     txn.add_files([add])
+    if app_version is not None:
+        txn.set_app_version(*app_version)
     txn.metrics = {"numFiles": 1, "numOutputRows": rows.num_rows, "numOutputBytes": add.size}
     txn.user_metadata = user_metadata
     try:
@@ -72,13 +85,18 @@ def append(
     return WriteResult(version, num_files=1, num_rows=rows.num_rows, num_bytes=add.size)
 
 
-def write_file(rows: pa.Table, root: str, schema: StructType) -> AddFile:
+def write_file(
+    rows: pa.Table, root: str, schema: StructType, compression: str = "snappy"
+) -> AddFile:
     """``rows`` as one Parquet file at the table's root (not committed: a file no commit
     names is invisible, and VACUUM removes it)."""
-    rel = f"part-{uuid.uuid4()}.c000.snappy.parquet"
+    suffix = {"none": "", "gzip": ".gz"}.get(compression, f".{compression}")
+    rel = f"part-{uuid.uuid4()}.c000{suffix}.parquet"  # (as Spark's writer names them)
     fs, inner = storage.filesystem(storage.join(storage.normalize(root), rel))
     stream = fs.open_output_stream(inner)
-    writer = pq.ParquetWriter(stream, rows.schema, compression="snappy", write_page_checksum=False)
+    writer = pq.ParquetWriter(
+        stream, rows.schema, compression=compression, write_page_checksum=False
+    )
     writer.write_table(rows)
     writer.close()
     size = stream.tell()

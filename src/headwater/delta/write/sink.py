@@ -5,6 +5,8 @@ logged in the checkpoint, but its completion was not). Every batch is committed 
 Delta transaction ``(app_id, batchId)``, ``app_id`` derived from the checkpoint location
 and the query id kept there, so a batch that already reached the table is skipped: exactly-once, by Delta's own rule.
 Commits are ``STREAMING UPDATE`` in the table's history, with the query id and epoch.
+A small batch (a few small files) is appended from Arrow on the driver, with no Spark
+write job (:mod:`headwater.delta.write.small_batch`), under the same transaction id.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from headwater.delta.log.delta_log import DeltaLog
 from headwater.delta.log.follow import FollowedLog
 from headwater.delta.log.operations import Operation
 from headwater.delta.options import OutputMode, WriteSpec
+from headwater.delta.write import small_batch
 from headwater.delta.write.batch import WriteResult, write
 from headwater.errors import OptionError
 
@@ -84,7 +87,9 @@ class DeltaStreamSink:
         if self.writer is not None:
             result = self.writer(df, spec)
         else:
-            result = write(df, self.path, spec, operation, self.log)
+            # A batch of a few small files: collected in Arrow, no Spark write job.
+            small = small_batch.append(df, self.log, spec, operation)
+            result = small if small is not None else write(df, self.path, spec, operation, self.log)
         if result.version is None:
             log.info("batch %s already committed to %s; skipped", batch_id, self.path)
         elif self.on_commit is not None:
